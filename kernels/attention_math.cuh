@@ -1,0 +1,22 @@
+// Attention per-element math shared by the CPU backend and the CUDA kernels.
+#pragma once
+#include <cfloat>
+#include "kernels/hd.cuh"
+
+namespace lmscope {
+
+// What the combined mask adds at a masked position. HF's eager path adds the dtype's lowest
+// finite value (torch.finfo(float32).min), not -inf: a fully masked row (a pad query under
+// left padding) then softmaxes to a uniform row instead of NaN. We do the same.
+constexpr float kMaskedScore = -FLT_MAX;
+
+// Combined additive mask entry: query at absolute column q_col (past + t) may see key
+// column s iff s <= q_col (causal) and the key is a real token (padding).
+LMSCOPE_HD float combined_mask(int s, int q_col, int key_is_real) {
+  return (s <= q_col && key_is_real) ? 0.0f : kMaskedScore;
+}
+
+// Query head h reads KV head h / group (HF repeat_kv = repeat_interleave on the head axis).
+LMSCOPE_HD int kv_head_of(int h, int group) { return h / group; }
+
+}  // namespace lmscope

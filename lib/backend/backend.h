@@ -1,0 +1,60 @@
+// Backend: the ops the decoder forward is written against. The forward (model/decoder.cpp)
+// is written once; a backend decides where tensors live and how each op runs.
+//
+// Shapes: B batch, T query tokens this step, S key positions, D hidden, H query heads,
+// Hkv KV heads, hd head dim, F FFN width, V vocab, N = B*T rows.
+// All activations are float32. Outputs come first in every argument list and are
+// allocated by the caller (via alloc), so every intermediate stays addressable.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "tensor/tensor.h"
+
+namespace lmscope {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  // A new float32 activation tensor (zeroed) on this backend.
+  virtual Tensor alloc(const Shape& shape) = 0;
+  // A weight in the form this backend's matmul reads (CPU: float32 host copy of F16/BF16).
+  virtual Tensor prepare_weight(const Tensor& host_weight) = 0;
+  // Host float32 copy, for hooks and for reading logits.
+  virtual Tensor to_host(const Tensor& t) = 0;
+  // Host int32/float32 data moved to this backend (ids, masks, cos/sin tables).
+  virtual Tensor upload(const Tensor& host) = 0;
+
+  // out[b,t,:] = table[ids[b,t],:]          out [B,T,D], ids [B,T] int32, table [V,D]
+  virtual void embed(Tensor& out, const Tensor& ids, const Tensor& table) = 0;
+  // out = weight * (x * rsqrt(mean(x^2) + eps)) per row     out, x [..., D], weight [D]
+  virtual void rmsnorm(Tensor& out, const Tensor& x, const Tensor& weight, float eps) = 0;
+  // out = x @ W^T (+ bias)                   out [N,O], x [N,I], W [O,I], bias [O] or undefined
+  virtual void linear(Tensor& out, const Tensor& x, const Tensor& W, const Tensor& bias) = 0;
+  // out[b,h,t,:] = x[b,t,h*hd:(h+1)*hd]      out [B,Hx,T,hd], x [B,T,Hx*hd]
+  virtual void split_heads(Tensor& out, const Tensor& x) = 0;
+  // rotate_half RoPE                          out, x [B,Hx,T,hd], cos, sin [B,T,hd]
+  virtual void rope(Tensor& out, const Tensor& x, const Tensor& cos, const Tensor& sin) = 0;
+  // cache[b,h,offset+t,:] = x[b,h,t,:]        cache [B,Hkv,Smax,hd], x [B,Hkv,T,hd]
+  virtual void kv_write(Tensor& cache, const Tensor& x, int64_t offset) = 0;
+  // First S positions of a cache as a contiguous tensor  -> [B,Hkv,S,hd]
+  virtual Tensor kv_read(const Tensor& cache, int64_t S) = 0;
+  // Masked softmax attention with GQA (query head h reads KV head h / (H/Hkv)).
+  //   z [B,T,H,hd], q [B,H,T,hd], k/v [B,Hkv,Smax,hd] of which the first S positions are
+  //   used, mask [B,T,S] additive. scores/probs [B,H,T,S] are written only when defined
+  //   (someone asked for those hooks).
+  virtual void attention(Tensor& z, const Tensor& q, const Tensor& k, const Tensor& v,
+                         int64_t S, const Tensor& mask, float scale, Tensor* scores,
+                         Tensor* probs) = 0;
+  // out = silu(gate) * up                     all [N,F]
+  virtual void swiglu(Tensor& out, const Tensor& gate, const Tensor& up) = 0;
+  // out = a + b                               all the same shape
+  virtual void add(Tensor& out, const Tensor& a, const Tensor& b) = 0;
+};
+
+// "cpu" (always), "cuda" (when built with CUDA and a device is usable).
+std::unique_ptr<Backend> make_backend(const std::string& name);
+
+}  // namespace lmscope

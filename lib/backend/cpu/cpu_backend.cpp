@@ -1,0 +1,197 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/activation.cuh"
+#include "kernels/attention_math.cuh"
+#include "kernels/rmsnorm.cuh"
+#include "kernels/rope.cuh"
+
+namespace lmscope {
+
+namespace {
+void check(bool ok, const char* what) {
+  if (!ok) throw std::logic_error(std::string("cpu backend: ") + what);
+}
+}  // namespace
+
+CpuBackend::CpuBackend() = default;
+
+Tensor CpuBackend::alloc(const Shape& shape) { return Tensor::zeros(shape, DType::F32); }
+
+Tensor CpuBackend::prepare_weight(const Tensor& w) {
+  if (w.dtype() == DType::F32) return w;   // mmapped float32 is used in place
+  return w.to_f32();                       // F16/BF16: widened once at load (exact)
+}
+
+Tensor CpuBackend::to_host(const Tensor& t) { return t; }
+Tensor CpuBackend::upload(const Tensor& host) { return host; }
+
+void CpuBackend::embed(Tensor& out, const Tensor& ids, const Tensor& table) {
+  const int64_t N = ids.numel(), D = table.dim(1), V = table.dim(0);
+  check(out.numel() == N * D, "embed: output size");
+  const int32_t* id = ids.i32();
+  for (int64_t n = 0; n < N; ++n) {
+    if (id[n] < 0 || id[n] >= V)
+      throw std::runtime_error("token id " + std::to_string(id[n]) + " is outside the vocabulary [0," +
+                               std::to_string(V) + ")");
+    std::memcpy(out.f32() + n * D, table.f32() + int64_t(id[n]) * D, D * sizeof(float));
+  }
+}
+
+void CpuBackend::rmsnorm(Tensor& out, const Tensor& x, const Tensor& weight, float eps) {
+  const int64_t D = x.dim(-1), N = x.numel() / D;
+  const float* X = x.f32();
+  const float* W = weight.f32();
+  float* O = out.f32();
+#pragma omp parallel for
+  for (int64_t n = 0; n < N; ++n) {
+    const float* row = X + n * D;
+    double sum_sq = 0;   // double: the row mean is then exact to float rounding
+    for (int64_t i = 0; i < D; ++i) sum_sq += double(row[i]) * row[i];
+    float inv = rmsnorm_inv_rms(float(sum_sq / double(D)), eps);
+    for (int64_t i = 0; i < D; ++i) O[n * D + i] = rmsnorm_apply(row[i], inv, W[i]);
+  }
+}
+
+void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& W, const Tensor& bias) {
+  const int64_t O = W.dim(0), I = W.dim(1), N = x.numel() / I;
+  check(x.dim(-1) == I && out.numel() == N * O, "linear: shapes");
+  // Row-major out[N,O] = x[N,I] @ W[O,I]^T
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(N), int(O), int(I), 1.0f, x.f32(),
+              int(I), W.f32(), int(I), 0.0f, out.f32(), int(O));
+  if (bias.defined() && bias.numel() > 0) {
+    const float* b = bias.f32();
+    float* o = out.f32();
+#pragma omp parallel for
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t j = 0; j < O; ++j) o[n * O + j] += b[j];
+  }
+}
+
+void CpuBackend::split_heads(Tensor& out, const Tensor& x) {
+  const int64_t B = out.dim(0), Hx = out.dim(1), T = out.dim(2), hd = out.dim(3);
+  check(x.numel() == out.numel(), "split_heads: sizes");
+  const float* X = x.f32();
+  float* Y = out.f32();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hx; ++h)
+      for (int64_t t = 0; t < T; ++t)
+        std::memcpy(Y + ((b * Hx + h) * T + t) * hd, X + ((b * T + t) * Hx + h) * hd, hd * sizeof(float));
+}
+
+void CpuBackend::rope(Tensor& out, const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  const int64_t B = x.dim(0), Hx = x.dim(1), T = x.dim(2), hd = x.dim(3);
+  const float* X = x.f32();
+  float* Y = out.f32();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hx; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        const float* row = X + ((b * Hx + h) * T + t) * hd;
+        const float* c = cos.f32() + (b * T + t) * hd;
+        const float* s = sin.f32() + (b * T + t) * hd;
+        float* o = Y + ((b * Hx + h) * T + t) * hd;
+        for (int64_t i = 0; i < hd; ++i) o[i] = rope_rotate(row, int(i), int(hd), c[i], s[i]);
+      }
+}
+
+void CpuBackend::kv_write(Tensor& cache, const Tensor& x, int64_t offset) {
+  const int64_t B = x.dim(0), Hkv = x.dim(1), T = x.dim(2), hd = x.dim(3), Smax = cache.dim(2);
+  if (offset + T > Smax) throw std::runtime_error("KV cache full: " + std::to_string(offset + T) +
+                                                  " positions > capacity " + std::to_string(Smax));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hkv; ++h)
+      std::memcpy(cache.f32() + ((b * Hkv + h) * Smax + offset) * hd, x.f32() + (b * Hkv + h) * T * hd,
+                  T * hd * sizeof(float));
+}
+
+Tensor CpuBackend::kv_read(const Tensor& cache, int64_t S) {
+  const int64_t B = cache.dim(0), Hkv = cache.dim(1), Smax = cache.dim(2), hd = cache.dim(3);
+  Tensor out = alloc({B, Hkv, S, hd});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hkv; ++h)
+      std::memcpy(out.f32() + (b * Hkv + h) * S * hd, cache.f32() + (b * Hkv + h) * Smax * hd,
+                  S * hd * sizeof(float));
+  return out;
+}
+
+// HF eager attention, one (b, h, t) query row at a time:
+//   w = (q . k) * scale + mask;  p = softmax(w) in float32;  z = p @ v
+void CpuBackend::attention(Tensor& z, const Tensor& q, const Tensor& k, const Tensor& v, int64_t S,
+                           const Tensor& mask, float scale, Tensor* scores, Tensor* probs) {
+  const int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), hd = q.dim(3);
+  const int64_t Hkv = k.dim(1), Smax = k.dim(2), group = H / Hkv;
+  check(S <= Smax && mask.dim(2) == S, "attention: S");
+  const float* Q = q.f32();
+  const float* K = k.f32();
+  const float* Vv = v.f32();
+  const float* M = mask.f32();
+  float* Z = z.f32();
+#pragma omp parallel
+  {
+    std::vector<float> w(S);
+#pragma omp for collapse(2)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h) {
+        const int64_t kvh = kv_head_of(int(h), int(group));
+        const float* Kh = K + (b * Hkv + kvh) * Smax * hd;
+        const float* Vh = Vv + (b * Hkv + kvh) * Smax * hd;
+        for (int64_t t = 0; t < T; ++t) {
+          const float* qrow = Q + ((b * H + h) * T + t) * hd;
+          const float* mrow = M + (b * T + t) * S;
+          float wmax = -INFINITY;
+          for (int64_t s = 0; s < S; ++s) {
+            float dot = 0;
+            for (int64_t i = 0; i < hd; ++i) dot += qrow[i] * Kh[s * hd + i];
+            w[s] = dot * scale + mrow[s];
+            wmax = std::max(wmax, w[s]);
+          }
+          const int64_t row = ((b * H + h) * T + t) * S;
+          if (scores) std::memcpy(scores->f32() + row, w.data(), S * sizeof(float));
+          double sum = 0;
+          for (int64_t s = 0; s < S; ++s) {
+            w[s] = std::exp(w[s] - wmax);
+            sum += w[s];
+          }
+          const float inv = float(1.0 / sum);
+          for (int64_t s = 0; s < S; ++s) w[s] *= inv;
+          if (probs) std::memcpy(probs->f32() + row, w.data(), S * sizeof(float));
+          float* zrow = Z + ((b * T + t) * H + h) * hd;   // z is [B,T,H,hd]
+          for (int64_t i = 0; i < hd; ++i) zrow[i] = 0;
+          for (int64_t s = 0; s < S; ++s) {
+            const float p = w[s];
+            if (p == 0.0f) continue;
+            const float* vrow = Vh + s * hd;
+            for (int64_t i = 0; i < hd; ++i) zrow[i] += p * vrow[i];
+          }
+        }
+      }
+  }
+}
+
+void CpuBackend::swiglu(Tensor& out, const Tensor& gate, const Tensor& up) {
+  const int64_t n = out.numel();
+  const float* g = gate.f32();
+  const float* u = up.f32();
+  float* o = out.f32();
+#pragma omp parallel for
+  for (int64_t i = 0; i < n; ++i) o[i] = lmscope::swiglu(g[i], u[i]);
+}
+
+void CpuBackend::add(Tensor& out, const Tensor& a, const Tensor& b) {
+  const int64_t n = out.numel();
+  check(a.numel() == n && b.numel() == n, "add: sizes");
+  const float* A = a.f32();
+  const float* Bp = b.f32();
+  float* o = out.f32();
+#pragma omp parallel for
+  for (int64_t i = 0; i < n; ++i) o[i] = A[i] + Bp[i];
+}
+
+}  // namespace lmscope

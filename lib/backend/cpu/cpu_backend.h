@@ -1,0 +1,30 @@
+// The CPU reference backend: float32, OpenBLAS sgemm for matmuls, OpenMP across rows.
+// Per-element math comes from kernels/*.cuh, the same functions the CUDA kernels use.
+#pragma once
+#include "backend/backend.h"
+
+namespace lmscope {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend();
+  std::string name() const override { return "cpu"; }
+  Tensor alloc(const Shape& shape) override;
+  Tensor prepare_weight(const Tensor& host_weight) override;
+  Tensor to_host(const Tensor& t) override;
+  Tensor upload(const Tensor& host) override;
+
+  void embed(Tensor& out, const Tensor& ids, const Tensor& table) override;
+  void rmsnorm(Tensor& out, const Tensor& x, const Tensor& weight, float eps) override;
+  void linear(Tensor& out, const Tensor& x, const Tensor& W, const Tensor& bias) override;
+  void split_heads(Tensor& out, const Tensor& x) override;
+  void rope(Tensor& out, const Tensor& x, const Tensor& cos, const Tensor& sin) override;
+  void kv_write(Tensor& cache, const Tensor& x, int64_t offset) override;
+  Tensor kv_read(const Tensor& cache, int64_t S) override;
+  void attention(Tensor& z, const Tensor& q, const Tensor& k, const Tensor& v, int64_t S,
+                 const Tensor& mask, float scale, Tensor* scores, Tensor* probs) override;
+  void swiglu(Tensor& out, const Tensor& gate, const Tensor& up) override;
+  void add(Tensor& out, const Tensor& a, const Tensor& b) override;
+};
+
+}  // namespace lmscope

@@ -1,0 +1,37 @@
+// Generation: prefill + decode steps with or without a KV cache, HF generate's semantics:
+// padding on either side, position ids from the attention mask, the next token of every row
+// read from the LAST column (right padding therefore predicts from a pad, as in HF), finished
+// rows keep emitting pad_id, stop on EOS in every row or after max_new_tokens.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "generate/batch.h"
+#include "generate/sampler.h"
+#include "model/decoder.h"
+
+namespace lmscope {
+
+struct GenerateOptions {
+  std::vector<std::vector<int32_t>> prompts;   // token ids, unpadded
+  PaddingSide padding_side = PaddingSide::Left;
+  int max_new_tokens = 16;
+  bool use_cache = true;
+  SamplingConfig sampling;
+  int32_t pad_id = 0;
+  std::vector<int32_t> eos_ids;
+  // Called after each step with the tokens just chosen ([B]); for streaming and progress.
+  std::function<void(int step, const std::vector<int32_t>& tokens)> on_step;
+};
+
+struct GenerateResult {
+  std::vector<std::vector<int32_t>> new_tokens;   // [B][steps]
+  int steps = 0;
+  int64_t prefill_tokens = 0, decode_tokens = 0;  // tokens pushed through the model
+  double prefill_seconds = 0, decode_seconds = 0;
+  int64_t kv_bytes = 0;
+};
+
+GenerateResult generate(Decoder& decoder, const GenerateOptions& opt, Trace* trace);
+
+}  // namespace lmscope

@@ -1,0 +1,44 @@
+// ModelConfig: the numbers of a Llama/Qwen2 decoder, read from a Hugging Face config.json.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lmscope {
+
+enum class Arch { Llama, Qwen2 };
+
+struct ModelConfig {
+  Arch arch = Arch::Llama;
+  std::string architecture;       // "LlamaForCausalLM" / "Qwen2ForCausalLM" as in config.json
+  int hidden_size = 0;            // D
+  int intermediate_size = 0;      // F
+  int num_layers = 0;             // num_hidden_layers
+  int num_heads = 0;              // H  (num_attention_heads)
+  int num_kv_heads = 0;           // Hkv (num_key_value_heads, defaults to H)
+  int head_dim = 0;               // hd  (head_dim if given, else D / H)
+  float rms_norm_eps = 1e-6f;
+  float rope_theta = 10000.0f;
+  int max_position_embeddings = 0;
+  int vocab_size = 0;             // V
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;    // q/k/v bias (Qwen2: always true); Llama: also o_proj bias
+  bool o_proj_bias = false;       // Llama with attention_bias=true has an o_proj bias, Qwen2 never
+  bool mlp_bias = false;          // Llama mlp_bias (refused if true for now? see config.cpp)
+  std::vector<int> bos_token_ids; // may be empty
+  std::vector<int> eos_token_ids; // eos_token_id may be an int or a list
+  int pad_token_id = -1;          // -1 when config.json has none
+  std::string torch_dtype;        // "float32", "bfloat16", "float16" or ""
+  std::string json_text;          // the config.json text, for the trace's root attribute
+
+  int kv_group() const { return num_heads / num_kv_heads; }  // query heads per KV head
+};
+
+// Reads and validates `<dir>/config.json` (or the file itself if `path` is a file).
+// Throws std::runtime_error with a one-line message naming the file and field, e.g.
+//   "config.json: field 'rope_scaling': type 'yarn' is not supported".
+ModelConfig load_model_config(const std::string& path);
+// Same, from JSON text; `source` names the origin in error messages.
+ModelConfig parse_model_config(const std::string& json_text, const std::string& source);
+
+}  // namespace lmscope

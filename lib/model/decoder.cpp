@@ -1,0 +1,185 @@
+// The Llama/Qwen2 decoder forward, in the order of HF's modeling_qwen2.py / modeling_llama.py.
+//
+// Shapes: B batch, T tokens this step, P = past positions in the cache, S = P + T,
+// D hidden, H query heads, Hkv KV heads, hd head dim, F FFN width, V vocab.
+#include "model/decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "model/masks.h"
+
+namespace lmscope {
+
+namespace {
+Tensor prepare_or_empty(Backend& be, const Tensor& t) { return t.defined() && t.numel() ? be.prepare_weight(t) : Tensor(); }
+}  // namespace
+
+Decoder::Decoder(const ModelConfig& cfg, const Weights& w, Backend& backend) : cfg_(cfg), backend_(backend) {
+  auto prep = [&](const Tensor& t) { return prepare_or_empty(backend_, t); };
+  w_.embed = prep(w.embed);
+  // A tied head is the embedding table itself: prepare it once.
+  w_.lm_head = (w.lm_head.raw() == w.embed.raw()) ? w_.embed : prep(w.lm_head);
+  w_.final_norm = prep(w.final_norm);
+  for (const LayerWeights& lw : w.layers) {
+    LayerWeights p;
+    p.attn_norm = prep(lw.attn_norm);
+    p.wq = prep(lw.wq), p.wk = prep(lw.wk), p.wv = prep(lw.wv);
+    p.bq = prep(lw.bq), p.bk = prep(lw.bk), p.bv = prep(lw.bv);
+    p.wo = prep(lw.wo), p.bo = prep(lw.bo);
+    p.ffn_norm = prep(lw.ffn_norm);
+    p.w_gate = prep(lw.w_gate), p.w_up = prep(lw.w_up), p.w_down = prep(lw.w_down);
+    w_.layers.push_back(std::move(p));
+  }
+  w_.storage = w.storage;
+}
+
+Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, LogitsFor which) {
+  Backend& be = backend_;
+  const int64_t B = in.input_ids.dim(0), T = in.input_ids.dim(1);
+  const int64_t P = cache ? cache->length : 0, S = P + T;
+  const int64_t D = cfg_.hidden_size, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads;
+  const int64_t hd = cfg_.head_dim, F = cfg_.intermediate_size, V = cfg_.vocab_size;
+  if (in.attention_mask.dim(1) != S)
+    throw std::logic_error("forward: attention_mask has " + std::to_string(in.attention_mask.dim(1)) +
+                           " columns, expected past + T = " + std::to_string(S));
+  if (cache && S > cache->capacity)
+    throw std::runtime_error("forward: " + std::to_string(S) + " positions exceed the KV cache capacity " +
+                             std::to_string(cache->capacity));
+
+  // Offer a tensor to the trace; an unwanted hook costs this one check.
+  auto hook = [&](Hook h, int layer, const Tensor& t) {
+    if (trace && trace->wants(h, layer)) trace->offer(h, layer, be.to_host(t));
+  };
+  auto wants = [&](Hook h, int layer) { return trace && trace->wants(h, layer); };
+
+  hook(Hook::TokensInputIds, -1, in.input_ids);
+  hook(Hook::TokensAttentionMask, -1, in.attention_mask);
+  hook(Hook::TokensPositionIds, -1, in.position_ids);
+
+  // ---- masks and rotary tables (host, small) --------------------------------------------
+  if (wants(Hook::MaskCausal, -1)) hook(Hook::MaskCausal, -1, causal_mask(T, S));
+  hook(Hook::MaskPadding, -1, in.attention_mask);
+  Tensor mask_host = combined_mask(in.attention_mask, T);   // [B,T,S]  0 or -FLT_MAX
+  hook(Hook::MaskCombined, -1, mask_host);
+  Tensor cos_host, sin_host;                                 // [B,T,hd]
+  rope_tables(cos_host, sin_host, in.position_ids, int(hd), cfg_.rope_theta);
+  hook(Hook::RopeCos, -1, cos_host);
+  hook(Hook::RopeSin, -1, sin_host);
+  Tensor mask = be.upload(mask_host), cos = be.upload(cos_host), sin = be.upload(sin_host);
+
+  // ---- embedding -------------------------------------------------------------------------
+  Tensor x = be.alloc({B, T, D});                            // x: [B,T,D] the residual stream
+  be.embed(x, be.upload(in.input_ids), w_.embed);
+  hook(Hook::Embed, -1, x);
+
+  const float scale = 1.0f / std::sqrt(float(hd));
+  for (int l = 0; l < cfg_.num_layers; ++l) {
+    const LayerWeights& lw = w_.layers[l];
+    hook(Hook::ResidPre, l, x);
+
+    // ---- attention: h = x + o_proj(attn(rope(q), rope(k), v)) ----
+    Tensor xn = be.alloc({B, T, D});                         // xn: [B,T,D]
+    be.rmsnorm(xn, x, lw.attn_norm, cfg_.rms_norm_eps);
+    hook(Hook::AttnNorm, l, xn);
+
+    Tensor q_flat = be.alloc({B, T, H * hd});                // q_flat: [B,T,H*hd]
+    Tensor k_flat = be.alloc({B, T, Hkv * hd});              // k_flat: [B,T,Hkv*hd]
+    Tensor v_flat = be.alloc({B, T, Hkv * hd});              // v_flat: [B,T,Hkv*hd]
+    be.linear(q_flat, xn, lw.wq, lw.bq);
+    be.linear(k_flat, xn, lw.wk, lw.bk);
+    be.linear(v_flat, xn, lw.wv, lw.bv);
+    Tensor q = be.alloc({B, H, T, hd});                      // q: [B,H,T,hd]
+    Tensor k = be.alloc({B, Hkv, T, hd});                    // k: [B,Hkv,T,hd]
+    Tensor v = be.alloc({B, Hkv, T, hd});                    // v: [B,Hkv,T,hd]
+    be.split_heads(q, q_flat);
+    be.split_heads(k, k_flat);
+    be.split_heads(v, v_flat);
+    hook(Hook::AttnQ, l, q);
+    hook(Hook::AttnK, l, k);
+    hook(Hook::AttnV, l, v);
+
+    Tensor q_rope = be.alloc({B, H, T, hd});                 // q_rope: [B,H,T,hd]
+    Tensor k_rope = be.alloc({B, Hkv, T, hd});               // k_rope: [B,Hkv,T,hd]
+    be.rope(q_rope, q, cos, sin);
+    be.rope(k_rope, k, cos, sin);
+    hook(Hook::AttnQRope, l, q_rope);
+    hook(Hook::AttnKRope, l, k_rope);
+
+    // Keys and values this step attends over: the cache (P old + T new positions), or
+    // without a cache just this step's T.
+    const Tensor* keys = &k_rope;                            // [B,Hkv,S(max),hd]
+    const Tensor* values = &v;
+    if (cache) {
+      be.kv_write(cache->k[l], k_rope, P);
+      be.kv_write(cache->v[l], v, P);
+      keys = &cache->k[l];
+      values = &cache->v[l];
+      if (wants(Hook::KvK, l)) hook(Hook::KvK, l, be.kv_read(cache->k[l], S));
+      if (wants(Hook::KvV, l)) hook(Hook::KvV, l, be.kv_read(cache->v[l], S));
+    }
+
+    Tensor scores, probs;                                    // [B,H,T,S], only when asked for
+    if (wants(Hook::AttnScores, l)) scores = be.alloc({B, H, T, S});
+    if (wants(Hook::AttnProbs, l)) probs = be.alloc({B, H, T, S});
+    Tensor z = be.alloc({B, T, H, hd});                      // z: [B,T,H,hd] = probs @ v
+    be.attention(z, q_rope, *keys, *values, S, mask, scale, scores.defined() ? &scores : nullptr,
+                 probs.defined() ? &probs : nullptr);
+    if (scores.defined()) hook(Hook::AttnScores, l, scores);
+    if (probs.defined()) hook(Hook::AttnProbs, l, probs);
+    hook(Hook::AttnZ, l, z);
+
+    Tensor attn_out = be.alloc({B, T, D});                   // attn_out: [B,T,D]
+    be.linear(attn_out, z.reshape({B, T, H * hd}), lw.wo, lw.bo);
+    hook(Hook::AttnOut, l, attn_out);
+    Tensor resid_mid = be.alloc({B, T, D});                  // resid_mid: [B,T,D]
+    be.add(resid_mid, x, attn_out);
+    hook(Hook::ResidMid, l, resid_mid);
+
+    // ---- MLP: down_proj(silu(gate_proj(h)) * up_proj(h)) ----
+    Tensor hn = be.alloc({B, T, D});                         // hn: [B,T,D]
+    be.rmsnorm(hn, resid_mid, lw.ffn_norm, cfg_.rms_norm_eps);
+    hook(Hook::FfnNorm, l, hn);
+    Tensor gate = be.alloc({B, T, F});                       // gate: [B,T,F]
+    Tensor up = be.alloc({B, T, F});                         // up:   [B,T,F]
+    be.linear(gate, hn, lw.w_gate, Tensor());
+    be.linear(up, hn, lw.w_up, Tensor());
+    hook(Hook::FfnGate, l, gate);
+    hook(Hook::FfnUp, l, up);
+    Tensor act = be.alloc({B, T, F});                        // act: [B,T,F]
+    be.swiglu(act, gate, up);
+    hook(Hook::FfnAct, l, act);
+    Tensor ffn_out = be.alloc({B, T, D});                    // ffn_out: [B,T,D]
+    be.linear(ffn_out, act, lw.w_down, Tensor());
+    hook(Hook::FfnOut, l, ffn_out);
+    Tensor resid_post = be.alloc({B, T, D});                 // resid_post: [B,T,D]
+    be.add(resid_post, resid_mid, ffn_out);
+    hook(Hook::ResidPost, l, resid_post);
+    x = resid_post;
+  }
+  if (cache) cache->length = S;
+
+  // ---- final norm and LM head ------------------------------------------------------------
+  Tensor xf = be.alloc({B, T, D});                           // xf: [B,T,D]
+  be.rmsnorm(xf, x, w_.final_norm, cfg_.rms_norm_eps);
+  hook(Hook::FinalNorm, -1, xf);
+
+  // The head is the largest matmul of a decode step's prefill; generation needs only the
+  // last column, unless the logits hook asks for every position.
+  if (which == LogitsFor::AllPositions || wants(Hook::Logits, -1)) {
+    Tensor logits = be.alloc({B, T, V});                     // logits: [B,T,V]
+    be.linear(logits, xf, w_.lm_head, Tensor());
+    hook(Hook::Logits, -1, logits);
+    return be.to_host(logits);
+  }
+  Tensor last = be.alloc({B, 1, D});                         // last: [B,1,D] column T-1
+  Tensor xf_host = be.to_host(xf);
+  for (int64_t b = 0; b < B; ++b)
+    std::copy_n(xf_host.f32() + (b * T + T - 1) * D, D, last.f32() + b * D);
+  Tensor logits = be.alloc({B, 1, V});                       // logits: [B,1,V]
+  be.linear(logits, last, w_.lm_head, Tensor());
+  return be.to_host(logits);
+}
+
+}  // namespace lmscope

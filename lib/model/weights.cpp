@@ -1,0 +1,75 @@
+// load_weights: map HF tensor names onto Weights, checking presence and shape.
+#include "model/weights.h"
+
+#include <stdexcept>
+
+#include "io/safetensors.h"
+
+namespace lmscope {
+namespace {
+
+// Fetches named tensors from one model's safetensors, with errors that start with `dir`.
+class Fetcher {
+ public:
+  Fetcher(const SafetensorsModel& st, const std::string& dir) : st_(st), dir_(dir) {}
+
+  Tensor get(const std::string& name, const Shape& expected) const {
+    if (!st_.has(name)) throw std::runtime_error(dir_ + ": tensor '" + name + "' is missing");
+    // info() refuses dtypes we cannot compute with (F64, I64...) with the shard's path.
+    const TensorInfo info = st_.info(name);
+    if (info.shape != expected)
+      throw std::runtime_error(dir_ + ": tensor '" + name + "' has shape " + shape_str(info.shape) +
+                               ", expected " + shape_str(expected));
+    return st_.tensor(name);
+  }
+
+ private:
+  const SafetensorsModel& st_;
+  const std::string& dir_;
+};
+
+}  // namespace
+
+Weights load_weights(const ModelConfig& cfg, const std::string& dir) {
+  const SafetensorsModel st = SafetensorsModel::open(dir);
+  const Fetcher f(st, dir);
+  const int64_t D = cfg.hidden_size, F = cfg.intermediate_size, V = cfg.vocab_size;
+  const int64_t Q = int64_t(cfg.num_heads) * cfg.head_dim;      // q_proj width
+  const int64_t KV = int64_t(cfg.num_kv_heads) * cfg.head_dim;  // k/v_proj width
+  // Qwen2 always has q/k/v biases; Llama only with attention_bias (which also adds o's).
+  const bool qkv_bias = cfg.attention_bias || cfg.arch == Arch::Qwen2;
+  const bool o_bias = cfg.o_proj_bias && cfg.arch == Arch::Llama;
+
+  Weights w;
+  w.storage = st.storage();
+  w.embed = f.get("model.embed_tokens.weight", {V, D});
+  w.final_norm = f.get("model.norm.weight", {D});
+  // Tied: lm_head *is* embed_tokens (HF ties the parameters), so a stray lm_head.weight in
+  // the file is ignored, as HF's tie_weights() does.
+  w.lm_head = cfg.tie_word_embeddings ? w.embed : f.get("lm_head.weight", {V, D});
+
+  // Extra tensors (rotary_emb.inv_freq, ...) are simply never asked for.
+  w.layers.resize(cfg.num_layers);
+  for (int l = 0; l < cfg.num_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    LayerWeights& L = w.layers[l];
+    L.attn_norm = f.get(p + "input_layernorm.weight", {D});
+    L.wq = f.get(p + "self_attn.q_proj.weight", {Q, D});
+    L.wk = f.get(p + "self_attn.k_proj.weight", {KV, D});
+    L.wv = f.get(p + "self_attn.v_proj.weight", {KV, D});
+    if (qkv_bias) {
+      L.bq = f.get(p + "self_attn.q_proj.bias", {Q});
+      L.bk = f.get(p + "self_attn.k_proj.bias", {KV});
+      L.bv = f.get(p + "self_attn.v_proj.bias", {KV});
+    }
+    L.wo = f.get(p + "self_attn.o_proj.weight", {D, Q});
+    if (o_bias) L.bo = f.get(p + "self_attn.o_proj.bias", {D});
+    L.ffn_norm = f.get(p + "post_attention_layernorm.weight", {D});
+    L.w_gate = f.get(p + "mlp.gate_proj.weight", {F, D});
+    L.w_up = f.get(p + "mlp.up_proj.weight", {F, D});
+    L.w_down = f.get(p + "mlp.down_proj.weight", {D, F});
+  }
+  return w;
+}
+
+}  // namespace lmscope

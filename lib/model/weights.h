@@ -1,0 +1,41 @@
+// Weights: every tensor of a Llama/Qwen2 decoder, named for what it is, in the type it is
+// stored in (F32/F16/BF16 views into memory-mapped safetensors files).
+// HF names in comments; shapes are PyTorch's [out, in] for Linear weights.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "tensor/tensor.h"
+
+namespace lmscope {
+
+struct LayerWeights {
+  Tensor attn_norm;   // [D]            model.layers.L.input_layernorm.weight
+  Tensor wq;          // [H*hd, D]      model.layers.L.self_attn.q_proj.weight
+  Tensor wk;          // [Hkv*hd, D]    ...k_proj.weight
+  Tensor wv;          // [Hkv*hd, D]    ...v_proj.weight
+  Tensor bq, bk, bv;  // [H*hd] / [Hkv*hd] (undefined when the model has no q/k/v bias)
+  Tensor wo;          // [D, H*hd]      ...o_proj.weight
+  Tensor bo;          // [D] (Llama attention_bias only)
+  Tensor ffn_norm;    // [D]            model.layers.L.post_attention_layernorm.weight
+  Tensor w_gate;      // [F, D]         model.layers.L.mlp.gate_proj.weight
+  Tensor w_up;        // [F, D]         ...up_proj.weight
+  Tensor w_down;      // [D, F]         ...down_proj.weight
+};
+
+struct Weights {
+  Tensor embed;                     // [V, D]  model.embed_tokens.weight
+  std::vector<LayerWeights> layers; // num_layers
+  Tensor final_norm;                // [D]     model.norm.weight
+  Tensor lm_head;                   // [V, D]  lm_head.weight (same storage as embed when tied)
+  std::shared_ptr<void> storage;    // keeps the memory maps alive
+};
+
+// Loads every tensor the config implies from `dir` (model.safetensors, or the shards named
+// by model.safetensors.index.json), checking presence and shape. Throws std::runtime_error
+// naming the file and tensor on any problem.
+Weights load_weights(const ModelConfig& cfg, const std::string& dir);
+
+}  // namespace lmscope

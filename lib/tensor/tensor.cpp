@@ -1,0 +1,115 @@
+#include "tensor/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+#include "kernels/dtype_convert.cuh"
+
+namespace lmscope {
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::F32: return 4;
+    case DType::F16: return 2;
+    case DType::BF16: return 2;
+    case DType::I32: return 4;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "F32";
+    case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
+    case DType::I32: return "I32";
+  }
+  return "?";
+}
+
+std::string shape_str(const Shape& s) {
+  std::ostringstream o;
+  o << "[";
+  for (size_t i = 0; i < s.size(); ++i) o << (i ? "," : "") << s[i];
+  o << "]";
+  return o.str();
+}
+
+int64_t shape_numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+Tensor Tensor::zeros(Shape shape, DType dtype) {
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  size_t bytes = std::max<size_t>(t.nbytes(), 1);
+  // 64-byte alignment keeps BLAS and SIMD loops on their fast path.
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!p) throw std::runtime_error("out of memory allocating a tensor of shape " + shape_str(t.shape_));
+  std::memset(p, 0, bytes);
+  t.owner_ = std::shared_ptr<void>(p, std::free);
+  t.data_ = p;
+  return t;
+}
+
+Tensor Tensor::view(Shape shape, DType dtype, void* data, std::shared_ptr<void> owner, Device device) {
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  t.data_ = data;
+  t.owner_ = std::move(owner);
+  t.device_ = device;
+  return t;
+}
+
+float* Tensor::f32() {
+  if (dtype_ != DType::F32 || device_ != Device::Host)
+    throw std::logic_error(std::string("tensor is ") + dtype_name(dtype_) + ", not host F32");
+  return static_cast<float*>(data_);
+}
+const float* Tensor::f32() const { return const_cast<Tensor*>(this)->f32(); }
+
+int32_t* Tensor::i32() {
+  if (dtype_ != DType::I32 || device_ != Device::Host)
+    throw std::logic_error(std::string("tensor is ") + dtype_name(dtype_) + ", not host I32");
+  return static_cast<int32_t*>(data_);
+}
+const int32_t* Tensor::i32() const { return const_cast<Tensor*>(this)->i32(); }
+
+Tensor Tensor::reshape(Shape shape) const {
+  if (shape_numel(shape) != numel())
+    throw std::logic_error("reshape " + shape_str(shape_) + " -> " + shape_str(shape));
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::to_f32() const {
+  if (device_ != Device::Host) throw std::logic_error("to_f32 needs a host tensor");
+  Tensor out = Tensor::zeros(shape_, DType::F32);
+  float* o = out.f32();
+  const int64_t n = numel();
+  switch (dtype_) {
+    case DType::F32: std::memcpy(o, data_, n * 4); break;
+    case DType::F16: {
+      auto* s = static_cast<const uint16_t*>(data_);
+      for (int64_t i = 0; i < n; ++i) o[i] = f16_to_f32(s[i]);
+    } break;
+    case DType::BF16: {
+      auto* s = static_cast<const uint16_t*>(data_);
+      for (int64_t i = 0; i < n; ++i) o[i] = bf16_to_f32(s[i]);
+    } break;
+    case DType::I32: {
+      auto* s = static_cast<const int32_t*>(data_);
+      for (int64_t i = 0; i < n; ++i) o[i] = float(s[i]);
+    } break;
+  }
+  return out;
+}
+
+}  // namespace lmscope

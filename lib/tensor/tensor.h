@@ -1,0 +1,59 @@
+// Tensor: a shape, an element type and a pointer to storage that the tensor keeps alive.
+// Row-major (the last axis is contiguous). Storage is host memory for now; the CUDA backend
+// adds Device::Cuda.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/dtype.h"
+
+namespace lmscope {
+
+enum class Device : uint8_t { Host, Cuda };
+
+using Shape = std::vector<int64_t>;
+std::string shape_str(const Shape& s);   // "[2,4,8]"
+int64_t shape_numel(const Shape& s);
+
+class Tensor {
+ public:
+  Tensor() = default;
+
+  // New zero-filled host tensor.
+  static Tensor zeros(Shape shape, DType dtype = DType::F32);
+  // A view of memory owned by `owner` (an mmap, another tensor's storage...).
+  static Tensor view(Shape shape, DType dtype, void* data, std::shared_ptr<void> owner,
+                     Device device = Device::Host);
+
+  const Shape& shape() const { return shape_; }
+  int64_t dim(int i) const { return shape_.at(i < 0 ? shape_.size() + i : i); }
+  int ndim() const { return int(shape_.size()); }
+  int64_t numel() const { return shape_numel(shape_); }
+  size_t nbytes() const { return size_t(numel()) * dtype_size(dtype_); }
+  DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+  bool defined() const { return data_ != nullptr || numel() == 0; }
+
+  void* raw() { return data_; }
+  const void* raw() const { return data_; }
+  float* f32();               // throws unless dtype is F32 on the host
+  const float* f32() const;
+  int32_t* i32();
+  const int32_t* i32() const;
+
+  // Same storage, new shape with the same number of elements.
+  Tensor reshape(Shape shape) const;
+  // Host copy converted to float32 (F16/BF16/I32 widened).
+  Tensor to_f32() const;
+
+ private:
+  Shape shape_;
+  DType dtype_ = DType::F32;
+  Device device_ = Device::Host;
+  void* data_ = nullptr;
+  std::shared_ptr<void> owner_;
+};
+
+}  // namespace lmscope

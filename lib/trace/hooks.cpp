@@ -1,0 +1,111 @@
+#include "trace/hooks.h"
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace lmscope {
+
+namespace {
+const std::vector<HookInfo> kHooks = {
+    {Hook::TokensInputIds, "tokens.input_ids", "B,T", false},
+    {Hook::TokensAttentionMask, "tokens.attention_mask", "B,S", false},
+    {Hook::TokensPositionIds, "tokens.position_ids", "B,T", false},
+    {Hook::Embed, "embed", "B,T,D", false},
+    {Hook::MaskCausal, "mask.causal", "T,S", false},
+    {Hook::MaskPadding, "mask.padding", "B,S", false},
+    {Hook::MaskCombined, "mask.combined", "B,T,S", false},
+    {Hook::RopeCos, "rope.cos", "B,T,hd", false},
+    {Hook::RopeSin, "rope.sin", "B,T,hd", false},
+    {Hook::ResidPre, "layers.{L}.resid_pre", "B,T,D", true},
+    {Hook::AttnNorm, "layers.{L}.attn_norm", "B,T,D", true},
+    {Hook::AttnQ, "layers.{L}.attn.q", "B,H,T,hd", true},
+    {Hook::AttnK, "layers.{L}.attn.k", "B,Hkv,T,hd", true},
+    {Hook::AttnV, "layers.{L}.attn.v", "B,Hkv,T,hd", true},
+    {Hook::AttnQRope, "layers.{L}.attn.q_rope", "B,H,T,hd", true},
+    {Hook::AttnKRope, "layers.{L}.attn.k_rope", "B,Hkv,T,hd", true},
+    {Hook::AttnScores, "layers.{L}.attn.scores", "B,H,T,S", true},
+    {Hook::AttnProbs, "layers.{L}.attn.probs", "B,H,T,S", true},
+    {Hook::AttnZ, "layers.{L}.attn.z", "B,T,H,hd", true},
+    {Hook::AttnOut, "layers.{L}.attn_out", "B,T,D", true},
+    {Hook::ResidMid, "layers.{L}.resid_mid", "B,T,D", true},
+    {Hook::FfnNorm, "layers.{L}.ffn_norm", "B,T,D", true},
+    {Hook::FfnGate, "layers.{L}.ffn.gate", "B,T,F", true},
+    {Hook::FfnUp, "layers.{L}.ffn.up", "B,T,F", true},
+    {Hook::FfnAct, "layers.{L}.ffn.act", "B,T,F", true},
+    {Hook::FfnOut, "layers.{L}.ffn_out", "B,T,D", true},
+    {Hook::ResidPost, "layers.{L}.resid_post", "B,T,D", true},
+    {Hook::KvK, "kv.{L}.k", "B,Hkv,S,hd", true},
+    {Hook::KvV, "kv.{L}.v", "B,Hkv,S,hd", true},
+    {Hook::FinalNorm, "final_norm", "B,T,D", false},
+    {Hook::Logits, "logits", "B,T,V", false},
+    {Hook::SampleCandidates, "sample.candidates", "B,N", false},
+    {Hook::SampleRaw, "sample.raw", "B,N", false},
+    {Hook::SamplePenalized, "sample.penalized", "B,N", false},
+    {Hook::SampleScaled, "sample.scaled", "B,N", false},
+    {Hook::SampleProbs, "sample.probs", "B,N", false},
+    {Hook::SampleKept, "sample.kept", "B,N", false},
+    {Hook::SampleSurvivors, "sample.survivors", "B", false},
+    {Hook::SampleU, "sample.u", "B", false},
+    {Hook::SampleChosen, "sample.chosen", "B", false},
+    {Hook::SampleFinished, "sample.finished", "B", false},
+};
+
+// "layers.{L}.attn.q" -> ("layers.", ".attn.q"); "kv.{L}.k" -> ("kv.", ".k")
+void split_pattern(const char* pattern, std::string& prefix, std::string& suffix) {
+  std::string p = pattern;
+  size_t at = p.find("{L}");
+  prefix = p.substr(0, at);
+  suffix = p.substr(at + 3);
+}
+}  // namespace
+
+const std::vector<HookInfo>& all_hooks() { return kHooks; }
+
+const HookInfo& hook_info(Hook h) {
+  int i = int(h);
+  if (i < 0 || i >= int(kHooks.size())) throw std::logic_error("bad hook id");
+  return kHooks[i];
+}
+
+std::string hook_name(Hook h, int layer) {
+  const HookInfo& info = hook_info(h);
+  if (!info.per_layer) return info.pattern;
+  std::string prefix, suffix;
+  split_pattern(info.pattern, prefix, suffix);
+  return prefix + std::to_string(layer) + suffix;
+}
+
+std::optional<ParsedHook> parse_hook_name(const std::string& name) {
+  for (const HookInfo& info : kHooks) {
+    if (!info.per_layer) {
+      if (name == info.pattern) return ParsedHook{info.id, -1};
+      continue;
+    }
+    std::string prefix, suffix;
+    split_pattern(info.pattern, prefix, suffix);
+    if (name.size() <= prefix.size() + suffix.size()) continue;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    return ParsedHook{info.id, std::stoi(digits)};
+  }
+  return std::nullopt;
+}
+
+std::string hook_sort_key(const std::string& name) {
+  char buf[64];
+  auto parsed = parse_hook_name(name);
+  if (!parsed) return "9|" + name;
+  int idx = int(parsed->id);
+  if (parsed->layer < 0) {
+    // globals before the layers keep their table index; after-layer globals go to group 2
+    bool after = idx >= int(Hook::FinalNorm);
+    std::snprintf(buf, sizeof buf, "%d|%03d", after ? 2 : 0, idx);
+  } else {
+    std::snprintf(buf, sizeof buf, "1|%06d|%03d", parsed->layer, idx);
+  }
+  return buf;
+}
+
+}  // namespace lmscope

@@ -1,0 +1,45 @@
+// Hook points: every tensor the forward pass offers to the trace, with its stable dotted
+// name and axis names (docs/hooks.md). The forward refers to hooks by Hook id + layer so that
+// asking "is this wanted?" is one table lookup, never a string build.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lmscope {
+
+enum class Hook : int {
+  // global, before the layers
+  TokensInputIds, TokensAttentionMask, TokensPositionIds, Embed,
+  MaskCausal, MaskPadding, MaskCombined, RopeCos, RopeSin,
+  // per layer
+  ResidPre, AttnNorm, AttnQ, AttnK, AttnV, AttnQRope, AttnKRope, AttnScores, AttnProbs,
+  AttnZ, AttnOut, ResidMid, FfnNorm, FfnGate, FfnUp, FfnAct, FfnOut, ResidPost, KvK, KvV,
+  // global, after the layers
+  FinalNorm, Logits,
+  SampleCandidates, SampleRaw, SamplePenalized, SampleScaled, SampleProbs, SampleKept,
+  SampleSurvivors, SampleU, SampleChosen, SampleFinished,
+  Count
+};
+
+struct HookInfo {
+  Hook id;
+  const char* pattern;   // "layers.{L}.attn.q" ({L} replaced by the layer)
+  const char* axes;      // "B,H,T,hd"
+  bool per_layer;
+};
+
+const HookInfo& hook_info(Hook h);
+const std::vector<HookInfo>& all_hooks();          // in forward order
+std::string hook_name(Hook h, int layer = -1);     // "layers.3.attn.q"
+
+// Parses a dotted name back: "layers.3.attn.q" -> {AttnQ, 3}. nullopt if unknown.
+struct ParsedHook { Hook id; int layer; };
+std::optional<ParsedHook> parse_hook_name(const std::string& name);
+
+// Sort key that puts hook names in forward order: globals before layers, layers in order,
+// within a layer the order of the table, kv.L.* right after layers.L.*, then final_norm,
+// logits, sample.*. Unknown names sort last, alphabetically.
+std::string hook_sort_key(const std::string& name);
+
+}  // namespace lmscope

@@ -1,0 +1,55 @@
+#include "trace/trace.h"
+
+#include <stdexcept>
+
+namespace lmscope {
+
+Trace::Trace(HookSet hooks, TraceWriter* writer) : hooks_(std::move(hooks)), writer_(writer) {
+  fired_.resize(int(Hook::Count));
+}
+
+void Trace::begin_step(const StepInfo& info) {
+  step_ = info.step;
+  if (writer_) writer_->begin_step(info);
+}
+
+void Trace::offer(Hook h, int layer, const Tensor& t) {
+  if (!wants(h, layer)) return;
+  if (t.device() != Device::Host) throw std::logic_error("Trace::offer: tensor is not on the host");
+  auto& row = fired_[int(h)];
+  if (int(row.size()) <= layer + 1) row.resize(layer + 2, 0);
+  row[layer + 1] = 1;
+  ++written_;
+  if (!writer_) return;
+  const std::string name = hook_name(h, layer);
+  const char* axes = hook_info(h).axes;
+  if (t.dtype() == DType::I32) {
+    writer_->write(name, axes, t.shape(), t.i32());
+  } else if (t.dtype() == DType::F32) {
+    writer_->write(name, axes, t.shape(), t.f32());
+  } else {
+    Tensor f = t.to_f32();   // bf16/f16 compute: stored as float32 (docs/trace-format.md)
+    writer_->write(name, axes, f.shape(), f.f32());
+  }
+}
+
+std::vector<std::string> Trace::never_fired() const {
+  std::vector<std::string> out;
+  for (const HookInfo& info : all_hooks()) {
+    const auto& row = fired_[int(info.id)];
+    auto fired = [&](int layer) { return int(row.size()) > layer + 1 && row[layer + 1]; };
+    if (!info.per_layer) {
+      if (hooks_.enabled(info.id, -1) && !fired(-1)) out.push_back(info.pattern);
+      continue;
+    }
+  }
+  for (const std::string& name : hooks_.enabled_names()) {
+    auto p = parse_hook_name(name);
+    if (!p || p->layer < 0) continue;
+    const auto& row = fired_[int(p->id)];
+    if (!(int(row.size()) > p->layer + 1 && row[p->layer + 1])) out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace lmscope

@@ -1,0 +1,43 @@
+// Trace: what the forward pass offers its tensors to. It asks its HookSet first; a hook
+// nobody asked for costs one table lookup and no copy. Wanted tensors are copied to the host
+// as float32 and written by the TraceWriter into the current step's group right away, so a
+// value is never read from a buffer that is reused later.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+#include "trace/hook_set.h"
+#include "trace/trace_writer.h"
+
+namespace lmscope {
+
+class Trace {
+ public:
+  // writer may be null: hooks are then checked and counted but not written (tests, bench).
+  Trace(HookSet hooks, TraceWriter* writer);
+
+  bool wants(Hook h, int layer = -1) const { return hooks_.enabled(h, layer); }
+  // Host tensors only for now; a device backend copies to the host before offering.
+  void offer(Hook h, int layer, const Tensor& t);
+  void offer(Hook h, const Tensor& t) { offer(h, -1, t); }
+
+  void begin_step(const StepInfo& info);
+  int step() const { return step_; }
+  TraceWriter* writer() { return writer_; }
+  const HookSet& hooks() const { return hooks_; }
+
+  // Requested hooks that never fired in any step ("kv.0.k" under --no-cache, ...).
+  std::vector<std::string> never_fired() const;
+  int64_t tensors_written() const { return written_; }
+
+ private:
+  HookSet hooks_;
+  TraceWriter* writer_;
+  int step_ = -1;
+  std::vector<std::vector<char>> fired_;
+  int64_t written_ = 0;
+};
+
+}  // namespace lmscope

@@ -1,0 +1,194 @@
+#include "trace/trace_reader.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <system_error>
+
+#include "trace/hooks.h"
+
+namespace lmscope {
+
+namespace fs = std::filesystem;
+
+int HookData::axis(const std::string& name) const {
+  auto it = std::find(axes.begin(), axes.end(), name);
+  return it == axes.end() ? -1 : int(it - axes.begin());
+}
+
+std::string step_group_name(int step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step_%04d", step);
+  return name;
+}
+
+namespace {
+
+// "step_0012" -> 12, anything else -> -1
+int parse_step_name(const std::string& name) {
+  if (name.size() < 6 || name.compare(0, 5, "step_") != 0) return -1;
+  std::string digits = name.substr(5);
+  if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stoi(digits);
+}
+
+std::vector<std::string> split_axes(const std::string& axes) {
+  std::vector<std::string> out;
+  if (axes.empty()) return out;
+  size_t start = 0;
+  while (true) {
+    size_t end = axes.find(',', start);
+    out.push_back(axes.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string hook_to_path(const std::string& hook) {
+  std::string p = hook;
+  std::replace(p.begin(), p.end(), '.', '/');
+  return p;
+}
+
+void collect_hooks(const h5::Group& g, const std::string& prefix, std::vector<std::string>& out) {
+  for (const std::string& child : g.children()) {
+    std::string dotted = prefix.empty() ? child : prefix + "." + child;
+    h5::ChildKind k = g.kind(child);
+    if (k == h5::ChildKind::Group) {
+      collect_hooks(g.open_group(child), dotted, out);
+    } else if (k == h5::ChildKind::Dataset) {
+      h5::Dataset ds = g.open_dataset(child);
+      // The attribute is the name of record; the path is the fallback for other writers.
+      out.push_back(ds.has_attr("hook") && ds.attr_is_string("hook") ? ds.attr_string("hook") : dotted);
+    }
+  }
+}
+
+}  // namespace
+
+TraceReader::TraceReader(const std::string& path) : path_(path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    throw std::runtime_error("cannot open trace '" + path + "': No such file or directory");
+  if (fs::is_directory(path, ec)) throw std::runtime_error("cannot open trace '" + path + "': it is a directory");
+  if (!h5::File::is_hdf5(path)) throw std::runtime_error("'" + path + "' is not an HDF5 file");
+  try {
+    file_ = h5::File::open_read(path);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("cannot open trace '" + path + "': " + e.what());
+  }
+  const h5::Group& root = file_.root();
+  if (!root.has_attr("format")) throw std::runtime_error("'" + path + "' is not an lmscope trace (no 'format' attribute)");
+  if (!root.attr_is_string("format") || root.attr_string("format") != "lmscope-trace")
+    throw std::runtime_error("'" + path + "' is not an lmscope trace (format is not 'lmscope-trace')");
+  if (!root.has_attr("complete") || root.attr_is_string("complete") || root.attr_int("complete") != 1)
+    throw std::runtime_error("'" + path + "' is incomplete (no complete=1)");
+  for (const std::string& child : root.children()) {
+    int n = parse_step_name(child);
+    if (n < 0 || root.kind(child) != h5::ChildKind::Group) continue;
+    if (size_t(n) >= steps_.size()) steps_.resize(n + 1);
+    steps_[n] = root.open_group(child);
+  }
+}
+
+bool TraceReader::has_root_attr(const std::string& key) const { return file_.root().has_attr(key); }
+std::vector<std::string> TraceReader::root_attr_names() const { return file_.root().attr_names(); }
+std::string TraceReader::root_attr_string(const std::string& key) const { return file_.root().attr_string(key); }
+int64_t TraceReader::root_attr_int(const std::string& key) const { return file_.root().attr_int(key); }
+double TraceReader::root_attr_double(const std::string& key) const { return file_.root().attr_double(key); }
+std::vector<int32_t> TraceReader::root_attr_ints(const std::string& key) const { return file_.root().attr_ints(key); }
+
+std::string TraceReader::root_attrs_json() const {
+  const h5::Group& root = file_.root();
+  nlohmann::json j = nlohmann::json::object();
+  for (const std::string& key : root.attr_names()) {
+    if (root.attr_is_string(key)) {
+      j[key] = root.attr_string(key);
+    } else {
+      std::vector<double> v = root.attr_doubles(key);
+      bool is_int = root.attr_is_int(key);
+      auto one = [&](double x) { return is_int ? nlohmann::json(int64_t(x)) : nlohmann::json(x); };
+      if (v.size() == 1) {
+        j[key] = is_int ? nlohmann::json(root.attr_int(key)) : nlohmann::json(v[0]);
+      } else {
+        nlohmann::json arr = nlohmann::json::array();
+        for (double x : v) arr.push_back(one(x));
+        j[key] = arr;
+      }
+    }
+  }
+  return j.dump();
+}
+
+bool TraceReader::has_step(int step) const {
+  return step >= 0 && size_t(step) < steps_.size() && steps_[step].id() >= 0;
+}
+
+const h5::Group& TraceReader::step_group(int step) const {
+  if (!has_step(step)) throw std::runtime_error("'" + path_ + "' has no " + step_group_name(step));
+  return steps_[step];
+}
+
+StepInfo TraceReader::step_info(int step) const {
+  const h5::Group& g = step_group(step);
+  StepInfo s;
+  s.step = step;
+  if (g.has_attr("phase")) s.phase = g.attr_string("phase");
+  if (g.has_attr("use_cache")) s.use_cache = g.attr_int("use_cache") != 0;
+  if (g.has_attr("past_length")) s.past_length = g.attr_int("past_length");
+  if (g.has_attr("T")) s.T = g.attr_int("T");
+  if (g.has_attr("S")) s.S = g.attr_int("S");
+  return s;
+}
+
+std::vector<std::string> TraceReader::hooks(int step) const {
+  std::vector<std::string> out;
+  collect_hooks(step_group(step), "", out);
+  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+    std::string ka = hook_sort_key(a), kb = hook_sort_key(b);
+    return ka != kb ? ka < kb : a < b;
+  });
+  return out;
+}
+
+bool TraceReader::has_hook(int step, const std::string& hook) const {
+  if (!has_step(step)) return false;
+  const h5::Group& g = steps_[step];
+  std::string p = hook_to_path(hook);
+  return g.exists(p) && g.kind(p) == h5::ChildKind::Dataset;
+}
+
+HookData TraceReader::read(int step, const std::string& hook) const {
+  const h5::Group& g = step_group(step);
+  std::string p = hook_to_path(hook);
+  if (!g.exists(p)) throw std::runtime_error("'" + path_ + "' has no hook '" + hook + "' in " + step_group_name(step));
+  h5::Dataset ds = g.open_dataset(p);
+  h5::DatasetData d = ds.read();
+  HookData h;
+  h.hook = hook;
+  h.shape = std::move(d.shape);
+  h.values = std::move(d.values);
+  h.is_int = d.is_int;
+  if (ds.has_attr("axes")) h.axes = split_axes(ds.attr_string("axes"));
+  return h;
+}
+
+bool TraceReader::has_generated_ids() const {
+  return file_.root().exists("generated_ids") && file_.root().kind("generated_ids") == h5::ChildKind::Dataset;
+}
+
+HookData TraceReader::generated_ids() const {
+  h5::DatasetData d = file_.root().read_dataset("generated_ids");
+  HookData h;
+  h.hook = "generated_ids";
+  h.axes = {"B", "N"};
+  h.shape = std::move(d.shape);
+  h.values = std::move(d.values);
+  h.is_int = d.is_int;
+  return h;
+}
+
+}  // namespace lmscope

@@ -1,0 +1,69 @@
+// Reads a trace file (docs/trace-format.md). Opening refuses, with one line, anything that
+// is not a complete lmscope trace, so every later read can trust the schema.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/hdf5.h"
+#include "tensor/tensor.h"
+#include "trace/trace_writer.h"   // StepInfo
+
+namespace lmscope {
+
+// One hook value, widened to double whatever its stored type.
+struct HookData {
+  std::string hook;
+  std::vector<std::string> axes;   // {"B","H","T","hd"}
+  Shape shape;
+  std::vector<double> values;
+  bool is_int = false;
+
+  int axis(const std::string& name) const;   // index in axes, -1 if absent
+};
+
+class TraceReader {
+ public:
+  // Throws std::runtime_error with one line:
+  //   "cannot open trace '<path>': No such file or directory"
+  //   "'<path>' is not an HDF5 file"
+  //   "'<path>' is not an lmscope trace (no 'format' attribute)"
+  //   "'<path>' is incomplete (no complete=1)"
+  explicit TraceReader(const std::string& path);
+
+  const std::string& path() const { return path_; }
+
+  // Root attributes. Strings that hold JSON (config_json, prompts, missing_hooks) come
+  // back as text: parse them where they are used.
+  bool has_root_attr(const std::string& key) const;
+  std::vector<std::string> root_attr_names() const;
+  std::string root_attr_string(const std::string& key) const;
+  int64_t root_attr_int(const std::string& key) const;
+  double root_attr_double(const std::string& key) const;
+  std::vector<int32_t> root_attr_ints(const std::string& key) const;
+  std::string root_attrs_json() const;   // every root attribute as one JSON object text
+
+  // Steps are the /step_NNNN groups, numbered 0..n_steps()-1.
+  int n_steps() const { return int(steps_.size()); }
+  bool has_step(int step) const;
+  StepInfo step_info(int step) const;
+
+  // Dotted hook names of a step, in forward order (hook_sort_key): found by walking the
+  // step group and reading each dataset's `hook` attribute.
+  std::vector<std::string> hooks(int step) const;
+  bool has_hook(int step, const std::string& hook) const;
+  HookData read(int step, const std::string& hook) const;
+
+  bool has_generated_ids() const;
+  HookData generated_ids() const;   // [B,N] int32; hook = "generated_ids", axes {"B","N"}
+
+ private:
+  const h5::Group& step_group(int step) const;
+  std::string path_;
+  h5::File file_;
+  std::vector<h5::Group> steps_;   // index = step number
+};
+
+std::string step_group_name(int step);   // 3 -> "step_0003"
+
+}  // namespace lmscope
