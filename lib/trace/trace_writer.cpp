@@ -33,6 +33,14 @@ bool is_trace_file(const std::string& path) {
   }
 }
 
+// 'text', built by appending: `"'" + std::string` trips GCC 12's bogus -Wrestrict.
+std::string quoted(const std::string& text) {
+  std::string q = "'";
+  q += text;
+  q += '\'';
+  return q;
+}
+
 // Why out_path cannot be written, or "" if it looks writable. Checked before HDF5 runs so
 // the message is a plain reason ("directory 'x' does not exist") instead of HDF5's.
 std::string precheck(const std::string& out_path) {
@@ -40,11 +48,11 @@ std::string precheck(const std::string& out_path) {
   fs::path p(out_path);
   fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
   std::error_code ec;
-  if (!fs::exists(dir, ec)) return "directory '" + dir.string() + "' does not exist";
-  if (!fs::is_directory(dir, ec)) return "'" + dir.string() + "' is not a directory";
+  if (!fs::exists(dir, ec)) return "directory " + quoted(dir.string()) + " does not exist";
+  if (!fs::is_directory(dir, ec)) return quoted(dir.string()) + " is not a directory";
   if (fs::is_directory(p, ec)) return "it is a directory";
   if (::access(dir.c_str(), W_OK) != 0)
-    return "directory '" + dir.string() + "' is not writable (" + std::strerror(errno) + ")";
+    return "directory " + quoted(dir.string()) + " is not writable (" + std::strerror(errno) + ")";
   // commit() renames over out_path, which as root would happily replace /dev/null, a
   // config file or a weights file given by mistake: only an earlier trace may be replaced.
   if (fs::exists(p, ec)) {
@@ -53,7 +61,7 @@ std::string precheck(const std::string& out_path) {
   }
   fs::path partial(out_path + ".partial");
   if (fs::exists(fs::symlink_status(partial, ec)) && !fs::is_regular_file(fs::symlink_status(partial, ec)))
-    return "'" + partial.string() + "' exists and is not a regular file";
+    return quoted(partial.string()) + " exists and is not a regular file";
   return "";
 }
 

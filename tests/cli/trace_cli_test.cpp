@@ -1,0 +1,172 @@
+// Bad input to lmscope-trace: every case must end with ONE line on stderr that names the file
+// (or option) and what is wrong, a non-zero exit status, no crash, and no trace left behind.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <cstring>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kRoot = LMSCOPE_SOURCE_DIR;
+const std::string kBin = LMSCOPE_BINARY_DIR;
+const std::string kTiny = kRoot + "/golden/models/tiny-qwen2";
+
+struct RunResult {
+  int exit_code = -1;   // -1: killed by a signal (a crash)
+  std::string err;
+};
+
+RunResult run(const std::string& args) {
+  fs::path err_file = fs::temp_directory_path() / ("lmscope-cli-" + std::to_string(::getpid()) + ".err");
+  std::string cmd = kBin + "/lmscope-trace -q " + args + " > /dev/null 2> " + err_file.string();
+  int status = std::system(cmd.c_str());
+  RunResult r;
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  std::ifstream f(err_file);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  r.err = ss.str();
+  fs::remove(err_file);
+  return r;
+}
+
+// A one-line error containing every `needle`.
+void expect_one_line_error(const RunResult& r, const std::vector<std::string>& needles) {
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  for (const std::string& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "missing '" << n << "' in: " << r.err;
+}
+
+// A scratch copy of tiny-qwen2 to break.
+struct ModelCopy {
+  fs::path dir;
+  ModelCopy() {
+    dir = fs::temp_directory_path() / ("lmscope-badmodel-" + std::to_string(::getpid()) + "-" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    for (auto& e : fs::directory_iterator(kTiny)) fs::copy(e.path(), dir / e.path().filename());
+  }
+  ~ModelCopy() { fs::remove_all(dir); }
+  std::string weights() const { return (dir / "model.safetensors").string(); }
+
+  // Rewrites the safetensors header with `edit` applied; the data bytes stay as they were.
+  template <class F>
+  void edit_header(F edit) {
+    std::ifstream in(weights(), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    uint64_t n = 0;
+    std::memcpy(&n, bytes.data(), 8);
+    nlohmann::json h = nlohmann::json::parse(bytes.substr(8, n));
+    edit(h);
+    std::string hs = h.dump();
+    uint64_t m = hs.size();
+    std::ofstream out(weights(), std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(&m), 8);
+    out << hs << bytes.substr(8 + n);
+  }
+  void edit_config(const std::string& key, const nlohmann::json& value) {
+    std::ifstream in(dir / "config.json");
+    nlohmann::json c = nlohmann::json::parse(in);
+    c[key] = value;
+    std::ofstream(dir / "config.json") << c.dump(2);
+  }
+};
+
+std::string ids(int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += (i ? "," : "") + std::to_string(10 + i % 500);
+  return s;
+}
+
+}  // namespace
+
+TEST(TraceCli, TruncatedSafetensors) {
+  ModelCopy m;
+  fs::resize_file(m.weights(), fs::file_size(m.weights()) / 2);
+  expect_one_line_error(run("--model " + m.dir.string() + " --prompt-ids 1,2,3"), {"model.safetensors"});
+}
+
+TEST(TraceCli, HeaderLengthPastTheEnd) {
+  ModelCopy m;
+  {
+    std::fstream f(m.weights(), std::ios::binary | std::ios::in | std::ios::out);
+    uint64_t huge = fs::file_size(m.weights()) + 100;
+    f.write(reinterpret_cast<const char*>(&huge), 8);
+  }
+  expect_one_line_error(run("--model " + m.dir.string() + " --prompt-ids 1,2,3"), {"model.safetensors", "header"});
+}
+
+TEST(TraceCli, UnknownDtype) {
+  ModelCopy m;
+  m.edit_header([](nlohmann::json& h) { h["model.norm.weight"]["dtype"] = "Q4_0"; });
+  expect_one_line_error(run("--model " + m.dir.string() + " --prompt-ids 1,2,3"),
+                        {"model.safetensors", "model.norm.weight", "Q4_0"});
+}
+
+TEST(TraceCli, ByteSizeDisagreesWithShape) {
+  ModelCopy m;
+  m.edit_header([](nlohmann::json& h) { h["model.norm.weight"]["shape"] = {65}; });
+  expect_one_line_error(run("--model " + m.dir.string() + " --prompt-ids 1,2,3"),
+                        {"model.safetensors", "model.norm.weight", "bytes"});
+}
+
+TEST(TraceCli, MissingTensor) {
+  ModelCopy m;
+  m.edit_header([](nlohmann::json& h) { h.erase("model.layers.2.self_attn.k_proj.bias"); });
+  expect_one_line_error(run("--model " + m.dir.string() + " --prompt-ids 1,2,3"),
+                        {"model.layers.2.self_attn.k_proj.bias", "missing"});
+}
+
+TEST(TraceCli, ConfigFieldOfTheWrongType) {
+  ModelCopy m;
+  m.edit_config("hidden_size", "64");
+  expect_one_line_error(run("--model " + m.dir.string() + " --prompt-ids 1,2,3"), {"config.json", "hidden_size"});
+}
+
+TEST(TraceCli, HooksNamingNoKnownHook) {
+  expect_one_line_error(run("--model " + kTiny + " --prompt-ids 1,2,3 --hooks 'layers.*.atn.q' --out /tmp/x.h5"),
+                        {"--hooks", "layers.*.atn.q"});
+}
+
+TEST(TraceCli, PromptLongerThanTheContext) {
+  expect_one_line_error(run("--model " + kTiny + " --prompt-ids " + ids(129)), {"max_position_embeddings", "129"});
+}
+
+TEST(TraceCli, TokenIdOutsideTheVocabulary) {
+  expect_one_line_error(run("--model " + kTiny + " --prompt-ids 1,5000"), {"5000", "vocabulary"});
+}
+
+TEST(TraceCli, UnwritableOutputLeavesNothing) {
+  const std::string out = "/nonexistent-dir/sub/a.h5";
+  expect_one_line_error(run("--model " + kTiny + " --prompt-ids 1,2,3 --out " + out), {out});
+  EXPECT_FALSE(fs::exists(out + ".partial"));
+}
+
+TEST(TraceCli, FailureMidRunLeavesNoPartialTrace) {
+  // The writer is created, then the forward fails (a token id outside the vocabulary):
+  // neither the trace nor its .partial may remain.
+  fs::path out = fs::temp_directory_path() / ("lmscope-midrun-" + std::to_string(::getpid()) + ".h5");
+  expect_one_line_error(run("--model " + kTiny + " --prompt-ids 1,5000 --out " + out.string()), {"vocabulary"});
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(out.string() + ".partial"));
+}
+
+TEST(TraceCli, GoodRunWritesACompleteTraceAndWarnsAboutHooksThatNeverFired) {
+  fs::path out = fs::temp_directory_path() / ("lmscope-good-" + std::to_string(::getpid()) + ".h5");
+  RunResult r = run("--model " + kTiny + " --prompt-ids 1,2,3 --max-new-tokens 2 --no-cache --hooks 'kv.0.k,logits' --out " +
+              out.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("requested hook 'kv.0.k' never fired"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(out.string() + ".partial"));
+  fs::remove(out);
+}
