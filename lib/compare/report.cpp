@@ -35,7 +35,10 @@ std::string ranges(const std::vector<int>& steps) {
     while (j + 1 < steps.size() && steps[j + 1] == steps[j] + 1) ++j;
     if (!s.empty()) s += ",";
     s += std::to_string(steps[i]);
-    if (j > i) s += "-" + std::to_string(steps[j]);
+    if (j > i) {
+      s += '-';   // appended apart: `"-" + to_string()` trips GCC 12's bogus -Wrestrict
+      s += std::to_string(steps[j]);
+    }
     i = j + 1;
   }
   return s;

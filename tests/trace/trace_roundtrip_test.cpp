@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "io/hdf5.h"
 #include "tests/test_util.h"
 #include "trace/hooks.h"
 #include "trace/trace_reader.h"
@@ -39,6 +40,7 @@ TEST(TraceRoundTrip, WriteThenRead) {
     w.begin_step({1, "decode", true, 3, 1, 4});
     w.write("tokens.input_ids", "B,T", {2, 1}, ids.data());
     w.write_root_dataset("generated_ids", {2, 2}, gen.data());
+    w.write_root_dataset("tokenizer/row_0/scores", {3}, q.data());   // nested, float
     w.commit();
     EXPECT_TRUE(w.committed());
   }
@@ -95,6 +97,11 @@ TEST(TraceRoundTrip, WriteThenRead) {
   EXPECT_TRUE(g.is_int);
   EXPECT_EQ(g.values, (std::vector<double>{9, 8, 7, 6}));
   EXPECT_THROW(r.read(0, "layers.3.attn.q"), std::runtime_error);
+
+  h5::File f = h5::File::open_read(path);
+  h5::DatasetData tok = f.root().read_dataset("tokenizer/row_0/scores");
+  EXPECT_FALSE(tok.is_int);
+  EXPECT_EQ(tok.values, (std::vector<double>{q[0], q[1], q[2]}));
 }
 
 TEST(TraceRoundTrip, StepGroupAttributes) {

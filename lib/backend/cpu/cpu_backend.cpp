@@ -1,6 +1,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -21,7 +22,11 @@ void check(bool ok, const char* what) {
 }
 }  // namespace
 
-CpuBackend::CpuBackend() = default;
+// One threading runtime: OpenMP splits every matmul by output rows and OpenBLAS runs each
+// slice on one thread. Letting Debian's (pthread) OpenBLAS start its own threads next to
+// OpenMP's made them spin against each other: decode on SmolLM2's shapes fell from ~30 to
+// under 1 token/s on 2 cores.
+CpuBackend::CpuBackend() { openblas_set_num_threads(1); }
 
 Tensor CpuBackend::alloc(const Shape& shape) { return Tensor::zeros(shape, DType::F32); }
 
@@ -63,9 +68,20 @@ void CpuBackend::rmsnorm(Tensor& out, const Tensor& x, const Tensor& weight, flo
 void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& W, const Tensor& bias) {
   const int64_t O = W.dim(0), I = W.dim(1), N = x.numel() / I;
   check(x.dim(-1) == I && out.numel() == N * O, "linear: shapes");
-  // Row-major out[N,O] = x[N,I] @ W[O,I]^T
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(N), int(O), int(I), 1.0f, x.f32(),
-              int(I), W.f32(), int(I), 0.0f, out.f32(), int(O));
+  // Row-major out[N,O] = x[N,I] @ W[O,I]^T, each thread taking a slice of the O outputs:
+  //   out[:, o0:o1] = x @ W[o0:o1]^T   (ldc = O keeps the slice inside the full output)
+  const float* X = x.f32();
+  const float* Wp = W.f32();
+  float* Y = out.f32();
+#pragma omp parallel
+  {
+    const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
+    const int64_t per = (O + nt - 1) / nt;
+    const int64_t o0 = std::min(O, id * per), o1 = std::min(O, o0 + per);
+    if (o1 > o0)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(N), int(o1 - o0), int(I), 1.0f, X, int(I),
+                  Wp + o0 * I, int(I), 0.0f, Y + o0, int(O));
+  }
   if (bias.defined() && bias.numel() > 0) {
     const float* b = bias.f32();
     float* o = out.f32();
