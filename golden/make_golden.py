@@ -59,6 +59,10 @@ TRACES = [
     ("tiny-qwen2-b", "tiny-qwen2", PROMPTS_B, "left", 4, True),
     ("tiny-qwen2-c", "tiny-qwen2", [PROMPT_A], "left", 8, False),
     ("tiny-llama-a", "tiny-llama", [PROMPT_A], "left", 8, True),
+    # the bf16 copy (HF upcasts to float32 on load, exactly as lmscope widens): the BF16 path
+    ("tiny-qwen2-bf16-a", "tiny-qwen2-bf16", [PROMPT_A], "left", 8, True),
+    # right padding as HF generate does it: next tokens read from the last (pad) column
+    ("tiny-qwen2-r", "tiny-qwen2", PROMPTS_B, "right", 4, True),
 ]
 
 
