@@ -9,12 +9,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
 #include "generate/generator.h"
 #include "model/random_weights.h"
 #include "tools/cli_common.h"
+#include "trace/select.h"
 #include "trace/trace_writer.h"
 
 using namespace lmscope;
@@ -75,35 +78,43 @@ int main(int argc, char** argv) {
                 cfg.intermediate_size, cfg.vocab_size, batch, prompt_len, decode, repeats);
 
     nlohmann::json report = {{"model", model}, {"batch", batch}, {"prompt_len", prompt_len}, {"decode", decode}};
-    Figures base;
-    std::stringstream ss(configs);
-    std::string which;
-    while (std::getline(ss, which, ',')) {
-      std::vector<double> pre, dec;
-      int64_t tensors = 0;
-      for (int r = 0; r < repeats; ++r) {
+    std::vector<std::string> names = split_list(configs);
+    for (const std::string& which : names)
+      if (which != "none" && which != "empty" && which != "all")
+        throw std::runtime_error("--configs: unknown '" + which + "' (none, empty, all)");
+    // Repeats are interleaved (none, empty, all, none, ...) so that a slow spell of the
+    // machine hits every configuration alike; medians are reported.
+    std::map<std::string, std::vector<double>> pre, dec;
+    std::map<std::string, int64_t> tensors;
+    generate(decoder, opt, nullptr);   // warm-up: page in weights, start threads
+    for (int r = 0; r < repeats; ++r)
+      for (const std::string& which : names) {
         const std::string path = (std::filesystem::temp_directory_path() / "lmscope-bench.h5").string();
         std::unique_ptr<TraceWriter> writer;
         std::unique_ptr<Trace> trace;
-        if (which == "empty") trace = std::make_unique<Trace>(HookSet(), nullptr);
-        else if (which == "all") {
+        if (which == "empty") {
+          trace = std::make_unique<Trace>(HookSet(), nullptr);
+        } else if (which == "all") {
           writer = std::make_unique<TraceWriter>(path);
           trace = std::make_unique<Trace>(HookSet::all(cfg.num_layers), writer.get());
-        } else if (which != "none") throw std::runtime_error("--configs: unknown '" + which + "'");
+        }
         GenerateResult res = generate(decoder, opt, trace.get());
         if (writer) writer->commit(), std::filesystem::remove(path);
-        if (trace) tensors = trace->tensors_written();
-        pre.push_back(res.prefill_tokens / res.prefill_seconds);
-        dec.push_back(res.decode_tokens / res.decode_seconds);
+        if (trace) tensors[which] = trace->tensors_written();
+        pre[which].push_back(res.prefill_tokens / res.prefill_seconds);
+        dec[which].push_back(res.decode_tokens / res.decode_seconds);
       }
-      Figures f{median(pre), median(dec)};
+    Figures base;
+    for (const std::string& which : names) {
+      Figures f{median(pre[which]), median(dec[which])};
       if (which == "none") base = f;
       std::printf("%-6s prefill %9.1f tok/s   decode %8.1f tok/s", which.c_str(), f.prefill_tps, f.decode_tps);
       if (base.prefill_tps > 0 && which != "none")
         std::printf("   (x%.3f / x%.3f of none)", f.prefill_tps / base.prefill_tps, f.decode_tps / base.decode_tps);
-      if (which == "all") std::printf("   %lld tensors written", (long long)tensors);
+      if (which == "all") std::printf("   %lld tensors written", (long long)tensors[which]);
       std::printf("\n");
-      report[which] = {{"prefill_tok_s", f.prefill_tps}, {"decode_tok_s", f.decode_tps}};
+      report[which] = {{"prefill_tok_s", f.prefill_tps}, {"decode_tok_s", f.decode_tps},
+                       {"prefill_runs", pre[which]}, {"decode_runs", dec[which]}};
     }
     if (!json_out.empty()) {
       std::ofstream(json_out) << report.dump(2) << "\n";
