@@ -1,6 +1,7 @@
 // Attention per-element math shared by the CPU backend and the CUDA kernels.
 #pragma once
 #include <cfloat>
+#include <cmath>
 #include "kernels/hd.cuh"
 
 namespace lmscope {
@@ -15,6 +16,16 @@ constexpr float kMaskedScore = -FLT_MAX;
 LMSCOPE_HD float combined_mask(int s, int q_col, int key_is_real) {
   return (s <= q_col && key_is_real) ? 0.0f : kMaskedScore;
 }
+
+// One attention score, HF eager's order: (q . k) * scaling, then + the additive mask.
+LMSCOPE_HD float attention_score(float dot, float scale, float mask) { return dot * scale + mask; }
+
+// A masked mask entry: the sentinel above or -inf. Such a key gets probability exactly 0
+// unless the whole row is masked (then every score is the sentinel and the row is uniform).
+LMSCOPE_HD bool is_masked(float mask) { return mask <= 0.5f * kMaskedScore; }
+
+// The unnormalized softmax weight of score w in a row whose largest score is wmax.
+LMSCOPE_HD float softmax_weight(float w, float wmax) { return expf(w - wmax); }
 
 // Query head h reads KV head h / group (HF repeat_kv = repeat_interleave on the head axis).
 LMSCOPE_HD int kv_head_of(int h, int group) { return h / group; }

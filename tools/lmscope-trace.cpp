@@ -4,6 +4,7 @@
 //   lmscope-trace --model golden/models/tiny-qwen2 --prompt-ids 5,6,7 --max-new-tokens 8 --out a.h5
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <unistd.h>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -12,7 +13,9 @@
 #include "model/config.h"
 #include "model/special_tokens.h"
 #include "model/weights.h"
+#include "experiments/stepper.h"
 #include "tools/cli_common.h"
+#include "tools/model_args.h"   // load_tool_tokenizer (token text on the --step pages)
 #include "trace/trace_writer.h"
 
 using namespace lmscope;
@@ -21,7 +24,7 @@ int main(int argc, char** argv) {
   CLI::App app{"lmscope-trace: run prompts through the model and dump hooks to HDF5"};
   std::string model_dir, padding = "left", hooks = "*", layers, out, backend_name = "cpu";
   std::vector<std::string> prompt_ids;
-  int max_new = 16, audit_top = 10, pad_override = -1;
+  int max_new = 16, audit_top = 10, pad_override = -1, compress = 0;
   bool no_cache = false, quiet = false;
   SamplingConfig sc;
   app.add_option("--model", model_dir, "Hugging Face model directory (config.json + safetensors)")->required();
@@ -40,8 +43,20 @@ int main(int argc, char** argv) {
   app.add_option("--hooks", hooks, "comma-separated globs of hook names (docs/hooks.md)")->capture_default_str();
   app.add_option("--layers", layers, "layer ranges for layers.* and kv.* hooks, e.g. 0-3,7");
   app.add_option("--out", out, "HDF5 trace to write");
-  app.add_option("--backend", backend_name, "cpu")->capture_default_str();
+  app.add_option("--compress", compress, "gzip level 1-9 for datasets over 64 KiB (0 = raw, fastest)")
+      ->check(CLI::Range(0, 9))
+      ->capture_default_str();
+  app.add_option("--backend", backend_name, "cpu, cuda or auto (cuda when a device is usable)")->capture_default_str();
+  std::string dtype = "f32";
+  app.add_option("--dtype", dtype, "compute dtype: f32, or bf16 (cuda: bf16 matmuls, float32 accumulation)")
+      ->capture_default_str();
   app.add_flag("-q,--quiet", quiet, "no progress lines");
+  bool step_mode = false;
+  int step_row = 0;
+  app.add_flag("--step", step_mode,
+               "walk the run stage by stage in the terminal (Enter: next, n: next layer, s: next step, q: quit); "
+               "without a terminal every page is printed");
+  app.add_option("--step-row", step_row, "--step: the batch row whose layers are drawn")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   return cli::run_tool("lmscope-trace", [&] {
@@ -50,7 +65,7 @@ int main(int argc, char** argv) {
     if (!quiet) std::fprintf(stderr, "loading %s ...", model_dir.c_str());
     ModelConfig cfg = load_model_config(model_dir);
     Weights weights = load_weights(cfg, model_dir);
-    auto backend = make_backend(backend_name);
+    auto backend = make_backend(backend_name, dtype);
     Decoder decoder(cfg, weights, *backend);
     if (!quiet)
       std::fprintf(stderr, " %d layers, D=%d, H=%d/%d, V=%d (%.2f s)\n", cfg.num_layers, cfg.hidden_size,
@@ -74,10 +89,49 @@ int main(int argc, char** argv) {
 
     HookSet hook_set(hooks, layers, cfg.num_layers);
     std::unique_ptr<TraceWriter> writer;
-    if (!out.empty()) writer = std::make_unique<TraceWriter>(out);   // fails early if unwritable
-    Trace trace(out.empty() ? HookSet() : hook_set, writer.get());
+    if (!out.empty()) {
+      writer = std::make_unique<TraceWriter>(out);   // fails early if unwritable
+      writer->set_compression(compress);
+    }
+    Trace trace((out.empty() && !step_mode) ? HookSet() : hook_set, writer.get());
 
-    GenerateResult res = generate(decoder, opt, &trace);
+    // --step: the walkthrough sees every traced tensor (lib/experiments/stepper.h).
+    std::unique_ptr<Stepper> stepper;
+    if (step_mode) {
+      StepperOptions so;
+      so.interactive = ::isatty(0) && ::isatty(1);
+      so.row = step_row;
+      so.sampling = opt.sampling;
+      std::optional<tok::Tokenizer> tk = cli::load_tool_tokenizer(model_dir);
+      if (tk) {
+        auto shared = std::make_shared<tok::Tokenizer>(std::move(*tk));
+        so.token_text = [shared](int32_t id) {
+          return id >= 0 && id < shared->vocab_size() ? shared->token_display(id) : std::string();
+        };
+        for (const auto& p : opt.prompts) {   // the merges that make these ids from their text
+          EncodeTrace et;
+          std::vector<int32_t> again;
+          try {
+            again = shared->encode(shared->decode(p), false, &et);
+          } catch (const std::exception&) {   // ids the tokenizer cannot decode
+          }
+          so.intro_pages.push_back(again == p ? render_merges_page(et, so.token_text)
+                                              : "ids " + cli::join_ids(p) + " (not what the tokenizer makes of their text: no merges to show)\n");
+        }
+      }
+      stepper = std::make_unique<Stepper>(cfg, so);
+      trace.set_sink(stepper.get());
+      opt.on_step = nullptr;   // no progress line between the pages
+    }
+
+    GenerateResult res;
+    try {
+      res = generate(decoder, opt, &trace);
+    } catch (const StepperQuit&) {
+      std::printf("\n(quit)\n");
+      return 0;
+    }
+    if (stepper) stepper->finish();
     if (!quiet) std::fprintf(stderr, "\n");
 
     if (writer) {
@@ -90,7 +144,7 @@ int main(int argc, char** argv) {
       writer->set_root_attr("model_path", model_dir);
       writer->set_root_attr("config_json", cfg.json_text);
       writer->set_root_attr("backend", backend->name());
-      writer->set_root_attr("compute_dtype", std::string("f32"));
+      writer->set_root_attr("compute_dtype", backend->compute_dtype());
       writer->set_root_attr("command_line", cli::command_line(argc, argv));
       writer->set_root_attr("prompts", prompts.dump());
       writer->set_root_attr("padding_side", std::string(padding_side_name(opt.padding_side)));

@@ -17,8 +17,12 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // What the matmuls compute in: "f32", or "bf16" (bf16 operands, float32 accumulation and
+  // float32 activations between ops; CUDA only).
+  virtual std::string compute_dtype() const { return "f32"; }
 
-  // A new float32 activation tensor (zeroed) on this backend.
+  // A new float32 activation tensor on this backend. Every op writes all of its output, so
+  // the contents are unspecified until then (CPU: zeroed; CUDA: left as found).
   virtual Tensor alloc(const Shape& shape) = 0;
   // A weight in the form this backend's matmul reads (CPU: float32 host copy of F16/BF16).
   virtual Tensor prepare_weight(const Tensor& host_weight) = 0;
@@ -26,6 +30,13 @@ class Backend {
   virtual Tensor to_host(const Tensor& t) = 0;
   // Host int32/float32 data moved to this backend (ids, masks, cos/sin tables).
   virtual Tensor upload(const Tensor& host) = 0;
+  // Starts a host copy of t (a device backend: into pinned memory, on its stream) and returns
+  // the host tensor it lands in, readable once synchronize() has returned. Hooks use this so
+  // that an enabled hook never stalls the device mid-forward. CPU: to_host(t), readable now.
+  virtual Tensor to_host_async(const Tensor& t) { return to_host(t); }
+  virtual bool host_copies_are_async() const { return false; }
+  // Waits until every op and copy queued so far has finished.
+  virtual void synchronize() {}
 
   // out[b,t,:] = table[ids[b,t],:]          out [B,T,D], ids [B,T] int32, table [V,D]
   virtual void embed(Tensor& out, const Tensor& ids, const Tensor& table) = 0;
@@ -52,9 +63,13 @@ class Backend {
   virtual void swiglu(Tensor& out, const Tensor& gate, const Tensor& up) = 0;
   // out = a + b                               all the same shape
   virtual void add(Tensor& out, const Tensor& a, const Tensor& b) = 0;
+  // out[b,0,:] = x[b,t,:]                     out [B,1,D], x [B,T,D]  (the last column for the head)
+  virtual void select_column(Tensor& out, const Tensor& x, int64_t t) = 0;
 };
 
-// "cpu" (always), "cuda" (when built with CUDA and a device is usable).
-std::unique_ptr<Backend> make_backend(const std::string& name);
+// "cpu" (always), "cuda" (when built with CUDA and a device is usable), "auto" (cuda when
+// usable, else cpu). dtype: "f32" (every backend) or "bf16" (cuda). Errors are one line:
+// no usable device suggests --backend cpu.
+std::unique_ptr<Backend> make_backend(const std::string& name, const std::string& dtype = "f32");
 
 }  // namespace lmscope

@@ -51,6 +51,12 @@ struct CompareReport {
   size_t hook_names() const;           // distinct hook names among results
 };
 
+// One hook of one step from values already in memory: what compare_traces does for each
+// (step, hook) after reading both files. The experiment tools call it on tensors they hold
+// or have aligned first (compare/align.h).
+HookResult compare_hook_data(int step, const std::string& hook, const HookData& a, const HookData& ref,
+                             const HookData* attention_mask, const ToleranceTable& tols);
+
 // Throws std::runtime_error (one line) when the options select nothing to compare.
 CompareReport compare_traces(const TraceReader& a, const TraceReader& ref, const CompareOptions& opts);
 

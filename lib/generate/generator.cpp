@@ -62,11 +62,38 @@ void offer_audit(Trace& trace, const std::vector<SampleAudit>& audits, const std
   }
 }
 
+// The planted cache bugs (GenerationFaults) applied to a cached decode step's inputs.
+// prompt_cols: the columns of the prefill, which is all the cache keeps under cache_not_appended.
+void apply_faults(const GenerationFaults& f, int64_t prompt_cols, StepInput& in) {
+  const int64_t B = in.input_ids.dim(0), T = in.input_ids.dim(1);
+  if (f.no_position_offset)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t) in.position_ids.i32()[b * T + t] = int32_t(t);
+  if (f.cache_not_appended) {   // keys: the prefill's columns, then this step's own
+    const Tensor& full = in.attention_mask;
+    const int64_t S = full.dim(1), S2 = prompt_cols + T;
+    Tensor m = Tensor::zeros({B, S2}, DType::I32);
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t s = 0; s < prompt_cols; ++s) m.i32()[b * S2 + s] = full.i32()[b * S + s];
+      for (int64_t t = 0; t < T; ++t) m.i32()[b * S2 + prompt_cols + t] = full.i32()[b * S + S - T + t];
+    }
+    in.attention_mask = m;
+  }
+  if (f.mask_not_extended) {
+    const int64_t S = in.attention_mask.dim(1);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t s = 0; s < S - T; ++s) in.attention_mask.i32()[b * S + s] = 0;
+  }
+}
+
 }  // namespace
 
 GenerateResult generate(Decoder& decoder, const GenerateOptions& opt, Trace* trace) {
   const ModelConfig& cfg = decoder.config();
   Batch batch = Batch::from_prompts(opt.prompts, opt.padding_side, opt.pad_id);
+  if (opt.batching.column_positions)
+    for (auto& row : batch.pos)
+      for (size_t s = 0; s < row.size(); ++s) row[s] = int32_t(s);
   const int64_t B = batch.rows(), P = batch.cols();
   if (P > cfg.max_position_embeddings)
     throw std::runtime_error("prompt of " + std::to_string(P) + " tokens is longer than max_position_embeddings " +
@@ -84,17 +111,20 @@ GenerateResult generate(Decoder& decoder, const GenerateOptions& opt, Trace* tra
   GenerateResult res;
   res.new_tokens.assign(B, {});
   std::vector<char> finished(B, 0);
-  const bool want_all_logits = trace && trace->wants(Hook::Logits);
+  // read_last_real needs the logits of every column (a row's last real token may sit left of pads).
+  const bool want_all_logits = (trace && trace->wants(Hook::Logits)) || opt.batching.read_last_real;
 
   for (int step = 0; step < opt.max_new_tokens; ++step) {
     // With a cache, the prefill feeds every column and each decode step only the newest;
     // without one, every step feeds the whole sequence again (HF use_cache=False).
-    const int64_t from = (cache && step > 0) ? batch.cols() - 1 : 0;
+    const bool cached_decode = cache && step > 0;
+    const int64_t from = cached_decode ? batch.cols() - 1 : 0;
     StepInput in{batch.ids_tensor(from), batch.position_ids(from), batch.mask_tensor()};
+    if (cached_decode && opt.faults.any()) apply_faults(opt.faults, P, in);
     const int64_t T = in.input_ids.dim(1);
     if (trace)
       trace->begin_step(StepInfo{step, step == 0 ? "prefill" : "decode", opt.use_cache,
-                                 cache ? cache->length : 0, T, batch.cols()});
+                                 cache ? cache->length : 0, T, in.attention_mask.dim(1)});
 
     const double t0 = now_seconds();
     Tensor logits = decoder.forward(in, cache.get(), trace,
@@ -102,28 +132,43 @@ GenerateResult generate(Decoder& decoder, const GenerateOptions& opt, Trace* tra
     const double dt = now_seconds() - t0;
     (step == 0 ? res.prefill_seconds : res.decode_seconds) += dt;
     (step == 0 ? res.prefill_tokens : res.decode_tokens) += B * T;
+    if (cached_decode && opt.faults.cache_not_appended) cache->length = P;   // the bug: K/V not kept
 
     // HF: next_token_logits = logits[:, -1, :]  (the last COLUMN, whatever the padding)
     const int64_t Tl = logits.dim(1), V = logits.dim(2);
-    std::vector<int32_t> next(B);
+    std::vector<int32_t> next(B), last_real_pos(B);
     std::vector<SampleAudit> audits(B);
     for (int64_t b = 0; b < B; ++b) {
-      const float* row = logits.f32() + (b * Tl + Tl - 1) * V;
-      // HF's repetition penalty looks at the row's ids after its left padding
-      // (generate passes the leading pad count as prompt_ignore_length).
       const auto& ids = batch.ids[b];
       const auto& mask = batch.mask[b];
-      size_t lead = 0;
-      while (lead < mask.size() && mask[lead] == 0) ++lead;
-      const std::vector<int32_t> context(ids.begin() + lead, ids.end());
+      int64_t col = Tl - 1;   // HF: the last column
+      std::vector<int32_t> context;
+      if (opt.batching.read_last_real) {   // the row's last real column, and only real ids
+        int64_t s = batch.cols() - 1;
+        while (s > 0 && mask[s] == 0) --s;
+        col = s - (batch.cols() - Tl);
+        last_real_pos[b] = batch.pos[b][s];
+        for (size_t i = 0; i < ids.size(); ++i)
+          if (mask[i]) context.push_back(ids[i]);
+      } else {
+        // HF's repetition penalty looks at the row's ids after its left padding
+        // (generate passes the leading pad count as prompt_ignore_length).
+        size_t lead = 0;
+        while (lead < mask.size() && mask[lead] == 0) ++lead;
+        context.assign(ids.begin() + lead, ids.end());
+      }
+      const float* row = logits.f32() + (b * Tl + col) * V;
       int32_t tok = sampler.sample(row, int(V), context, &audits[b]);
       if (finished[b]) tok = opt.pad_id;   // next * unfinished + pad * (1 - unfinished)
+      if (!opt.forced_tokens.empty()) tok = opt.forced_tokens.at(b).at(step);
       audits[b].chosen = tok;
       next[b] = tok;
       if (std::find(opt.eos_ids.begin(), opt.eos_ids.end(), tok) != opt.eos_ids.end()) finished[b] = 1;
     }
     if (trace) offer_audit(*trace, audits, finished, opt.sampling);
     batch.append(next);
+    if (opt.batching.read_last_real)   // the new token continues from the row's own last token
+      for (int64_t b = 0; b < B; ++b) batch.pos[b].back() = last_real_pos[b] + 1;
     for (int64_t b = 0; b < B; ++b) res.new_tokens[b].push_back(next[b]);
     res.steps = step + 1;
     if (opt.on_step) opt.on_step(step, next);

@@ -303,6 +303,34 @@ DatasetData Dataset::read() const {
   return d;
 }
 
+std::vector<std::string> Dataset::read_strings() const {
+  Handle ft(H5Dget_type(id()), H5Tclose);
+  if (!ft.valid() || H5Tget_class(ft.get()) != H5T_STRING) fail("is not a string dataset");
+  size_t n = size_t(shape_numel(shape()));
+  std::vector<std::string> out;
+  if (n == 0) return out;
+  if (H5Tis_variable_str(ft.get()) > 0) {
+    Handle mt(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(mt.get(), H5T_VARIABLE);
+    H5Tset_cset(mt.get(), H5Tget_cset(ft.get()));
+    std::vector<char*> ptrs(n, nullptr);
+    if (H5Dread(id(), mt.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) < 0) fail("cannot read strings");
+    for (char* p : ptrs) out.emplace_back(p ? p : "");
+    Handle space(H5Dget_space(id()), H5Sclose);
+    H5Dvlen_reclaim(mt.get(), space.get(), H5P_DEFAULT, ptrs.data());
+    return out;
+  }
+  size_t len = H5Tget_size(ft.get());
+  std::vector<char> buf(n * len);
+  if (H5Dread(id(), ft.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) < 0) fail("cannot read strings");
+  for (size_t i = 0; i < n; ++i) {
+    std::string v(buf.data() + i * len, len);
+    v.erase(std::find(v.begin(), v.end(), '\0'), v.end());
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
 // ---- Group -----------------------------------------------------------------------------
 
 std::string Group::child_name(const std::string& path) const { return join_path(name_, path); }
@@ -370,7 +398,8 @@ std::vector<std::string> Group::children() const {
   return names;
 }
 
-Dataset Group::write_raw(const std::string& name, const Shape& shape, const void* data, bool is_int) {
+Dataset Group::write_raw(const std::string& name, const Shape& shape, const void* data, bool is_int,
+                         int gzip_level) {
   std::string full = child_name(name);
   for (int64_t d : shape)
     if (d < 0) throw std::runtime_error("HDF5 '" + file_ + "' " + full + ": negative dimension in " + shape_str(shape));
@@ -378,13 +407,13 @@ Dataset Group::write_raw(const std::string& name, const Shape& shape, const void
   if (!space.valid()) throw_h5(file_, full, "cannot create dataspace " + shape_str(shape));
   Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
   size_t bytes = size_t(shape_numel(shape)) * 4;
-  if (!shape.empty() && bytes > kCompressAbove) {
+  if (gzip_level > 0 && !shape.empty() && bytes > kCompressAbove) {
     std::vector<hsize_t> chunk = chunk_dims(shape, 4);
     if (H5Pset_chunk(dcpl.get(), int(chunk.size()), chunk.data()) < 0) throw_h5(file_, full, "cannot set chunking");
     // Shuffle groups the bytes of each float by significance: gzip then does much better.
     if (H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0) {
       H5Pset_shuffle(dcpl.get());
-      H5Pset_deflate(dcpl.get(), 4);
+      H5Pset_deflate(dcpl.get(), unsigned(std::min(gzip_level, 9)));
     }
   }
   hid_t ftype = is_int ? H5T_STD_I32LE : H5T_IEEE_F32LE;
@@ -396,11 +425,31 @@ Dataset Group::write_raw(const std::string& name, const Shape& shape, const void
   return Dataset(std::move(ds), file_, full);
 }
 
-Dataset Group::write_dataset(const std::string& name, const Shape& shape, const float* data) {
-  return write_raw(name, shape, data, false);
+Dataset Group::write_dataset(const std::string& name, const Shape& shape, const float* data, int gzip_level) {
+  return write_raw(name, shape, data, false, gzip_level);
 }
-Dataset Group::write_dataset(const std::string& name, const Shape& shape, const int32_t* data) {
-  return write_raw(name, shape, data, true);
+Dataset Group::write_dataset(const std::string& name, const Shape& shape, const int32_t* data, int gzip_level) {
+  return write_raw(name, shape, data, true, gzip_level);
+}
+
+Dataset Group::write_strings(const std::string& name, const Shape& shape, const std::vector<std::string>& values) {
+  std::string full = child_name(name);
+  if (shape.size() > 1 || size_t(shape_numel(shape)) != values.size())
+    throw std::runtime_error("HDF5 '" + file_ + "' " + full + ": " + std::to_string(values.size()) +
+                             " strings do not fill shape " + shape_str(shape));
+  Handle t(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(t.get(), H5T_VARIABLE);
+  H5Tset_cset(t.get(), H5T_CSET_UTF8);
+  Handle space = space_for(shape);
+  if (!space.valid()) throw_h5(file_, full, "cannot create dataspace " + shape_str(shape));
+  Handle ds(H5Dcreate2(id(), name.c_str(), t.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
+  if (!ds.valid()) throw_h5(file_, full, "cannot create dataset");
+  std::vector<const char*> ptrs;
+  ptrs.reserve(values.size());
+  for (const std::string& v : values) ptrs.push_back(v.c_str());
+  if (!ptrs.empty() && H5Dwrite(ds.get(), t.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) < 0)
+    throw_h5(file_, full, "cannot write dataset");
+  return Dataset(std::move(ds), file_, full);
 }
 
 Dataset Group::open_dataset(const std::string& path) const {

@@ -87,6 +87,8 @@ class Dataset : public Object {
   Shape shape() const;
   bool is_int() const;
   DatasetData read() const;
+  // A dataset of strings (variable or fixed length), in row-major order.
+  std::vector<std::string> read_strings() const;
 };
 
 class Group : public Object {
@@ -103,16 +105,21 @@ class Group : public Object {
   ChildKind kind(const std::string& path) const;
   std::vector<std::string> children() const;    // link names, in name order
 
-  // Datasets are written whole. Those over 64 KiB are chunked and gzip-4 compressed (the
-  // big ones are logits and scores; small ones stay contiguous so h5dump/h5py read fast).
+  // Datasets are written whole, contiguous. With gzip_level 1-9, those over 64 KiB are
+  // chunked, byte-shuffled and gzip-compressed (small ones stay contiguous so h5dump/h5py
+  // read fast). Off by default: float activations shrink only 10-30% and deflate costs more
+  // than the forward pass when every hook of a real model is written (docs/benchmarks.md).
   // An empty Shape writes a scalar.
-  Dataset write_dataset(const std::string& name, const Shape& shape, const float* data);
-  Dataset write_dataset(const std::string& name, const Shape& shape, const int32_t* data);
+  Dataset write_dataset(const std::string& name, const Shape& shape, const float* data, int gzip_level = 0);
+  Dataset write_dataset(const std::string& name, const Shape& shape, const int32_t* data, int gzip_level = 0);
+  // Variable-length UTF-8 strings (what h5py writes for str): shape {} holds one string
+  // (a scalar), shape {n} holds n.
+  Dataset write_strings(const std::string& name, const Shape& shape, const std::vector<std::string>& values);
   Dataset open_dataset(const std::string& path) const;
   DatasetData read_dataset(const std::string& path) const { return open_dataset(path).read(); }
 
  private:
-  Dataset write_raw(const std::string& name, const Shape& shape, const void* data, bool is_int);
+  Dataset write_raw(const std::string& name, const Shape& shape, const void* data, bool is_int, int gzip_level);
   std::string child_name(const std::string& path) const;
 };
 

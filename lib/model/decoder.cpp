@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "model/masks.h"
 
@@ -14,6 +15,42 @@ namespace lmscope {
 
 namespace {
 Tensor prepare_or_empty(Backend& be, const Tensor& t) { return t.defined() && t.numel() ? be.prepare_weight(t) : Tensor(); }
+
+// Wanted hook tensors on their way to the trace. A backend whose host copies are
+// asynchronous (CUDA: pinned buffers, queued on its stream) has them offered once the device
+// has caught up: when the copies pending reach kFlushBytes and at the end of the forward, so
+// an enabled hook never stalls the device mid-layer. A synchronous backend (CPU) offers at
+// once, exactly as before.
+class HookQueue {
+ public:
+  HookQueue(Backend& be, Trace* trace) : be_(be), trace_(trace) {}
+  void push(Hook h, int layer, const Tensor& t) {
+    Tensor host = be_.to_host_async(t);
+    if (!be_.host_copies_are_async() || t.device() == Device::Host) return trace_->offer(h, layer, host);
+    pending_.push_back({h, layer, std::move(host)});
+    bytes_ += pending_.back().t.nbytes();
+    if (bytes_ >= kFlushBytes) flush();
+  }
+  void flush() {
+    if (pending_.empty()) return;
+    be_.synchronize();
+    for (const Pending& p : pending_) trace_->offer(p.h, p.layer, p.t);
+    pending_.clear();
+    bytes_ = 0;
+  }
+
+ private:
+  static constexpr size_t kFlushBytes = size_t(256) << 20;
+  struct Pending {
+    Hook h;
+    int layer;
+    Tensor t;
+  };
+  Backend& be_;
+  Trace* trace_;
+  std::vector<Pending> pending_;
+  size_t bytes_ = 0;
+};
 }  // namespace
 
 Decoder::Decoder(const ModelConfig& cfg, const Weights& w, Backend& backend) : cfg_(cfg), backend_(backend) {
@@ -49,8 +86,9 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
                              std::to_string(cache->capacity));
 
   // Offer a tensor to the trace; an unwanted hook costs this one check.
+  HookQueue hooked(be, trace);
   auto hook = [&](Hook h, int layer, const Tensor& t) {
-    if (trace && trace->wants(h, layer)) trace->offer(h, layer, be.to_host(t));
+    if (trace && trace->wants(h, layer)) hooked.push(h, layer, t);
   };
   auto wants = [&](Hook h, int layer) { return trace && trace->wants(h, layer); };
 
@@ -171,15 +209,17 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     Tensor logits = be.alloc({B, T, V});                     // logits: [B,T,V]
     be.linear(logits, xf, w_.lm_head, Tensor());
     hook(Hook::Logits, -1, logits);
-    return be.to_host(logits);
+    Tensor logits_host = be.to_host(logits);
+    hooked.flush();
+    return logits_host;
   }
   Tensor last = be.alloc({B, 1, D});                         // last: [B,1,D] column T-1
-  Tensor xf_host = be.to_host(xf);
-  for (int64_t b = 0; b < B; ++b)
-    std::copy_n(xf_host.f32() + (b * T + T - 1) * D, D, last.f32() + b * D);
+  be.select_column(last, xf, T - 1);
   Tensor logits = be.alloc({B, 1, V});                       // logits: [B,1,V]
   be.linear(logits, last, w_.lm_head, Tensor());
-  return be.to_host(logits);
+  Tensor logits_host = be.to_host(logits);
+  hooked.flush();
+  return logits_host;
 }
 
 }  // namespace lmscope

@@ -17,6 +17,19 @@ ModelConfig smollm2_135m_shapes() {
   return c;
 }
 
+ModelConfig deepseek_r1_distill_qwen_1_5b_shapes() {
+  ModelConfig c;
+  c.arch = Arch::Qwen2;
+  c.architecture = "Qwen2ForCausalLM";
+  c.hidden_size = 1536, c.intermediate_size = 8960, c.num_layers = 28;
+  c.num_heads = 12, c.num_kv_heads = 2, c.head_dim = 128;
+  c.rms_norm_eps = 1e-6f, c.rope_theta = 10000.0f, c.max_position_embeddings = 131072;
+  c.vocab_size = 151936, c.attention_bias = true, c.tie_word_embeddings = false;
+  c.eos_token_ids = {151643};
+  c.json_text = "{\"synthetic\": \"DeepSeek-R1-Distill-Qwen-1.5B shapes\"}";
+  return c;
+}
+
 ModelConfig tiny_qwen2_shapes(int vocab_size) {
   ModelConfig c;
   c.arch = Arch::Qwen2;

@@ -11,6 +11,7 @@ Trace::Trace(HookSet hooks, TraceWriter* writer) : hooks_(std::move(hooks)), wri
 void Trace::begin_step(const StepInfo& info) {
   step_ = info.step;
   if (writer_) writer_->begin_step(info);
+  if (sink_) sink_->begin_step(info);
 }
 
 void Trace::offer(Hook h, int layer, const Tensor& t) {
@@ -20,6 +21,7 @@ void Trace::offer(Hook h, int layer, const Tensor& t) {
   if (int(row.size()) <= layer + 1) row.resize(layer + 2, 0);
   row[layer + 1] = 1;
   ++written_;
+  if (sink_) sink_->offer(h, layer, t);
   if (!writer_) return;
   const std::string name = hook_name(h, layer);
   const char* axes = hook_info(h).axes;

@@ -13,6 +13,16 @@
 
 namespace lmscope {
 
+// Receives every wanted hook tensor in memory (host, as offered), writer or not: for tools
+// that compare or show tensors without a file (lmscope-cache, lmscope-trace --step). A
+// tensor handed to offer() is valid only during the call: copy what you keep.
+class TraceSink {
+ public:
+  virtual ~TraceSink() = default;
+  virtual void begin_step(const StepInfo& info) { (void)info; }
+  virtual void offer(Hook h, int layer, const Tensor& t) = 0;
+};
+
 class Trace {
  public:
   // writer may be null: hooks are then checked and counted but not written (tests, bench).
@@ -26,6 +36,8 @@ class Trace {
   void begin_step(const StepInfo& info);
   int step() const { return step_; }
   TraceWriter* writer() { return writer_; }
+  // Also hand every wanted tensor to `sink` (not owned; null: none).
+  void set_sink(TraceSink* sink) { sink_ = sink; }
   const HookSet& hooks() const { return hooks_; }
 
   // Requested hooks that never fired in any step ("kv.0.k" under --no-cache, ...).
@@ -35,6 +47,7 @@ class Trace {
  private:
   HookSet hooks_;
   TraceWriter* writer_;
+  TraceSink* sink_ = nullptr;
   int step_ = -1;
   std::vector<std::vector<char>> fired_;
   int64_t written_ = 0;

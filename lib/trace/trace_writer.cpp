@@ -162,8 +162,8 @@ void TraceWriter::write_hook(const std::string& hook, const std::string& axes, c
   size_t slash = path.rfind('/');
   h5::Group parent = st_->step.create_group(slash == std::string::npos ? "" : path.substr(0, slash));
   std::string leaf = slash == std::string::npos ? path : path.substr(slash + 1);
-  h5::Dataset ds = is_int ? parent.write_dataset(leaf, shape, static_cast<const int32_t*>(data))
-                          : parent.write_dataset(leaf, shape, static_cast<const float*>(data));
+  h5::Dataset ds = is_int ? parent.write_dataset(leaf, shape, static_cast<const int32_t*>(data), gzip_level_)
+                          : parent.write_dataset(leaf, shape, static_cast<const float*>(data), gzip_level_);
   ds.set_attr("hook", hook);
   ds.set_attr("axes", axes);
 }
@@ -204,6 +204,14 @@ void TraceWriter::write_root_dataset(const std::string& name, const Shape& shape
 void TraceWriter::write_root_dataset(const std::string& name, const Shape& shape, const float* data) {
   if (!st_) throw std::logic_error("TraceWriter: already closed");
   write_root(st_->file, name, shape, data);
+}
+
+void TraceWriter::write_root_strings(const std::string& name, const Shape& shape,
+                                     const std::vector<std::string>& values) {
+  if (!st_) throw std::logic_error("TraceWriter: already closed");
+  size_t slash = name.rfind('/');
+  h5::Group parent = st_->file.root().create_group(slash == std::string::npos ? "" : name.substr(0, slash));
+  parent.write_strings(slash == std::string::npos ? name : name.substr(slash + 1), shape, values);
 }
 
 void TraceWriter::commit() {

@@ -41,6 +41,9 @@ class TraceWriter {
   void set_root_attr(const std::string& key, double v);
   void set_root_attr(const std::string& key, const std::vector<int32_t>& v);
 
+  // gzip level (1-9) for hook datasets over 64 KiB; 0 (the default) writes them raw.
+  void set_compression(int gzip_level) { gzip_level_ = gzip_level; }
+
   // Creates /step_NNNN with the step attributes; hooks written after it go there.
   void begin_step(const StepInfo& info);
   int steps_begun() const { return steps_begun_; }
@@ -65,6 +68,9 @@ class TraceWriter {
   // groups created on demand).
   void write_root_dataset(const std::string& name, const Shape& shape, const int32_t* data);
   void write_root_dataset(const std::string& name, const Shape& shape, const float* data);
+  // The same for UTF-8 strings (the tokenizer trace's text and words): shape {} is one
+  // string, {n} is n strings.
+  void write_root_strings(const std::string& name, const Shape& shape, const std::vector<std::string>& values);
 
   // Sets format / format_version / n_steps when the caller has not, then complete=1;
   // closes and renames. On failure the partial file is removed and the error rethrown.
@@ -81,6 +87,7 @@ class TraceWriter {
   std::string out_path_;
   std::unique_ptr<State> st_;   // HDF5 handles; null once closed
   int steps_begun_ = 0;
+  int gzip_level_ = 0;
   bool created_ = false;   // the .partial file is ours to remove
   bool committed_ = false;
 };

@@ -13,8 +13,7 @@
 #include "compare/compare.h"
 #include "compare/report.h"
 #include "generate/generator.h"
-#include "model/config.h"
-#include "model/weights.h"
+#include "model/load_model.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_writer.h"
 
@@ -53,16 +52,17 @@ fs::path temp_path(const std::string& stem) {
   return dir / (stem + ".h5");
 }
 
-// Runs lmscope on the golden's inputs with every hook traced into `out`.
-std::vector<std::vector<int32_t>> run_lmscope(const nlohmann::json& g, const std::string& out) {
-  const std::string model_dir = kRoot + "/" + g["model"].get<std::string>();
-  ModelConfig cfg = load_model_config(model_dir);
-  Weights w = load_weights(cfg, model_dir);
+// Runs lmscope on a golden's inputs (model, prompt ids, padding, cache, pad/eos) with the
+// hooks `hooks` traced into `out`; returns the generated ids.
+std::vector<std::vector<int32_t>> run_lmscope(const std::string& model_path, const nlohmann::json& g,
+                                              const std::string& hooks, const std::string& out) {
+  LoadedModel m = load_model(model_path);
   auto backend = make_backend("cpu");
-  Decoder decoder(cfg, w, *backend);
+  Decoder decoder(m.cfg, m.weights, *backend);
 
   GenerateOptions opt;
-  opt.prompts = g["prompt_ids"].get<std::vector<std::vector<int32_t>>>();
+  opt.prompts = g["prompt_ids"][0].is_array() ? g["prompt_ids"].get<std::vector<std::vector<int32_t>>>()
+                                              : std::vector<std::vector<int32_t>>{g["prompt_ids"].get<std::vector<int32_t>>()};
   opt.padding_side = parse_padding_side(g["padding_side"]);
   opt.max_new_tokens = g["max_new_tokens"];
   opt.use_cache = g["use_cache"];
@@ -70,7 +70,7 @@ std::vector<std::vector<int32_t>> run_lmscope(const nlohmann::json& g, const std
   opt.eos_ids = g["eos_token_ids"].get<std::vector<int32_t>>();
 
   TraceWriter writer(out);
-  Trace trace(HookSet::all(cfg.num_layers), &writer);
+  Trace trace(HookSet(hooks, "", m.cfg.num_layers), &writer);
   GenerateResult res = generate(decoder, opt, &trace);
   std::vector<int32_t> flat;
   for (const auto& row : res.new_tokens) flat.insert(flat.end(), row.begin(), row.end());
@@ -88,7 +88,7 @@ TEST_P(Golden, EveryHookMatchesHuggingFace) {
   nlohmann::json g = entry(GetParam());
   ASSERT_FALSE(g.is_null()) << "golden/traces/manifest.json is missing; run golden/make_golden.py";
   const std::string ours = temp_path(GetParam()).string();
-  auto generated = run_lmscope(g, ours);
+  auto generated = run_lmscope(kRoot + "/" + g["model"].get<std::string>(), g, "*", ours);
 
   // greedy tokens equal, row by row
   EXPECT_EQ(generated, g["generated_ids"].get<std::vector<std::vector<int32_t>>>());
@@ -126,3 +126,27 @@ TEST(GoldenCli, TraceThenDiffExitsZero) {
   EXPECT_EQ(std::system(diff_cmd.c_str()), 0) << diff_cmd;
   fs::remove(out);
 }
+
+// SmolLM2-135M-Instruct (real Q4_1 weights, dequantized to float32 by HF and by lmscope): two
+// chat prompts, greedy, golden/smollm2/ (made by golden/make_golden.py --smollm2).
+class SmolLM2 : public ::testing::TestWithParam<int> {};
+
+TEST_P(SmolLM2, MatchesHuggingFace) {
+  std::ifstream mf(kRoot + "/golden/smollm2/manifest.json");
+  ASSERT_TRUE(mf) << "golden/smollm2/manifest.json is missing";
+  nlohmann::json m = nlohmann::json::parse(mf);
+  const std::string model = kRoot + "/" + m["model"].get<std::string>();
+  if (!fs::exists(model)) GTEST_SKIP() << model << " is absent: run scripts/fetch-model.sh (scripts/test.sh does)";
+  const nlohmann::json g = m["traces"][GetParam()];
+  const std::string ours = temp_path(g["name"]).string();
+  auto generated = run_lmscope(model, g, m["hooks"], ours);
+  EXPECT_EQ(generated[0], g["generated_ids"].get<std::vector<int32_t>>()) << g["chat_text"];
+
+  TraceReader a(ours), ref(kRoot + "/" + g["file"].get<std::string>());
+  CompareReport rep = compare_traces(a, ref, CompareOptions{});
+  EXPECT_TRUE(rep.missing_in_a.empty()) << rep.missing_in_a.front().hook;
+  EXPECT_TRUE(rep.pass) << report_text(rep, false);
+  fs::remove(ours);
+}
+
+INSTANTIATE_TEST_SUITE_P(ChatPrompts, SmolLM2, ::testing::Values(0, 1));

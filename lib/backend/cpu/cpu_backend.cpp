@@ -165,14 +165,14 @@ void CpuBackend::attention(Tensor& z, const Tensor& q, const Tensor& k, const Te
           for (int64_t s = 0; s < S; ++s) {
             float dot = 0;
             for (int64_t i = 0; i < hd; ++i) dot += qrow[i] * Kh[s * hd + i];
-            w[s] = dot * scale + mrow[s];
+            w[s] = attention_score(dot, scale, mrow[s]);
             wmax = std::max(wmax, w[s]);
           }
           const int64_t row = ((b * H + h) * T + t) * S;
           if (scores) std::memcpy(scores->f32() + row, w.data(), S * sizeof(float));
           double sum = 0;
           for (int64_t s = 0; s < S; ++s) {
-            w[s] = std::exp(w[s] - wmax);
+            w[s] = softmax_weight(w[s], wmax);
             sum += w[s];
           }
           const float inv = float(1.0 / sum);
@@ -208,6 +208,12 @@ void CpuBackend::add(Tensor& out, const Tensor& a, const Tensor& b) {
   float* o = out.f32();
 #pragma omp parallel for
   for (int64_t i = 0; i < n; ++i) o[i] = A[i] + Bp[i];
+}
+
+void CpuBackend::select_column(Tensor& out, const Tensor& x, int64_t t) {
+  const int64_t B = x.dim(0), T = x.dim(1), D = x.dim(2);
+  check(t >= 0 && t < T && out.numel() == B * D, "select_column: shapes");
+  for (int64_t b = 0; b < B; ++b) std::copy_n(x.f32() + (b * T + t) * D, D, out.f32() + b * D);
 }
 
 }  // namespace lmscope

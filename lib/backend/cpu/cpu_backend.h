@@ -25,6 +25,7 @@ class CpuBackend final : public Backend {
                  const Tensor& mask, float scale, Tensor* scores, Tensor* probs) override;
   void swiglu(Tensor& out, const Tensor& gate, const Tensor& up) override;
   void add(Tensor& out, const Tensor& a, const Tensor& b) override;
+  void select_column(Tensor& out, const Tensor& x, int64_t t) override;
 };
 
 }  // namespace lmscope

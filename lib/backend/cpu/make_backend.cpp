@@ -1,15 +1,45 @@
 // The backend factory. It lives beside the CPU backend because every build has that one;
-// the CUDA backend registers here when it is built.
+// the CUDA backend registers here when it is built (LMSCOPE_WITH_CUDA).
 #include <stdexcept>
 
 #include "backend/cpu/cpu_backend.h"
+#if LMSCOPE_WITH_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 
 namespace lmscope {
 
-std::unique_ptr<Backend> make_backend(const std::string& name) {
-  if (name == "cpu" || name == "auto") return std::make_unique<CpuBackend>();
-  if (name == "cuda")
-    throw std::runtime_error("--backend cuda: the CUDA backend is not built yet; use --backend cpu");
+namespace {
+void check_dtype(const std::string& dtype) {
+  if (dtype != "f32" && dtype != "bf16")
+    throw std::runtime_error("--dtype: unknown '" + dtype + "' (f32, bf16)");
+}
+}  // namespace
+
+std::unique_ptr<Backend> make_backend(const std::string& name, const std::string& dtype) {
+  check_dtype(dtype);
+  if (name == "cpu") {
+    if (dtype != "f32")
+      throw std::runtime_error("--dtype " + dtype + ": the cpu backend computes in float32; use --dtype f32 "
+                               "or --backend cuda");
+    return std::make_unique<CpuBackend>();
+  }
+  if (name == "cuda" || name == "auto") {
+#if LMSCOPE_WITH_CUDA
+    std::string why;
+    if (cuda_device_usable(&why)) return make_cuda_backend(dtype);
+    if (name == "cuda")
+      throw std::runtime_error("--backend cuda: no usable CUDA device (" + why + "); use --backend cpu");
+#else
+    if (name == "cuda")
+      throw std::runtime_error("--backend cuda: this lmscope was built without CUDA (LMSCOPE_CUDA=OFF or no "
+                               "nvcc); use --backend cpu");
+#endif
+    if (dtype != "f32")
+      throw std::runtime_error("--backend auto found no usable CUDA device, and the cpu backend computes in "
+                               "float32; use --dtype f32");
+    return std::make_unique<CpuBackend>();
+  }
   throw std::runtime_error("--backend: unknown backend '" + name + "' (cpu, cuda, auto)");
 }
 

@@ -1,0 +1,379 @@
+// The CUDA backend. Every op is queued on one stream; nothing here waits for the device
+// except to_host (the caller reads the result) and synchronize.
+//
+// Memory: activations and uploads come from a caching pool of cudaMalloc'ed blocks
+// (block_pool.h), weights get exact cudaMalloc blocks; hook copies land in pinned host
+// blocks of a second pool. Every block is freed when the last tensor viewing it dies, on
+// every path (the owners are shared_ptrs).
+//
+// Matmuls, row-major out[N,O] = x[N,I] @ W[O,I]^T. cuBLAS is column-major; a row-major
+// [R,C] matrix is a column-major [C,R] one. So we ask for out^T[O,N] = W[O,I] . x^T[I,N]:
+// A = W read as column-major [I,O] and transposed (CUBLAS_OP_T, lda = I), B = x read as
+// column-major [I,N] (CUBLAS_OP_N, ldb = I), C = out as column-major [O,N] (ldc = O).
+//   f32:  cublasSgemm, float32 throughout (CUBLAS_DEFAULT_MATH: no TF32).
+//   bf16: x is rounded to bf16 (RNE, kernels/dtype_convert.cuh), cublasGemmEx with bf16
+//         A and B, float32 C and CUBLAS_COMPUTE_32F (float32 accumulation).
+#include "backend/cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "backend/cuda/block_pool.h"
+#include "backend/cuda/cuda_check.h"
+#include "kernels/dtype_convert.cuh"
+#include "kernels/launch.h"
+
+namespace lmscope {
+
+namespace {
+
+using cuda::BlockPool;
+
+void check(bool ok, const char* what) {
+  if (!ok) throw std::logic_error(std::string("cuda backend: ") + what);
+}
+
+float* f(Tensor& t) { return static_cast<float*>(t.raw()); }
+const float* f(const Tensor& t) { return static_cast<const float*>(t.raw()); }
+
+void check_device_f32(const Tensor& t, const char* what) {
+  if (t.device() != Device::Cuda || t.dtype() != DType::F32)
+    throw std::logic_error(std::string("cuda backend: ") + what + " must be a float32 tensor on the device");
+}
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(bool bf16)
+      : bf16_(bf16),
+        dev_(std::make_shared<BlockPool>(BlockPool::Kind::Device)),
+        pinned_(std::make_shared<BlockPool>(BlockPool::Kind::Pinned)) {
+    LMSCOPE_CUDA_CHECK(cudaSetDevice(0));
+    cudaDeviceProp prop;
+    LMSCOPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    sm_count_ = prop.multiProcessorCount;
+    LMSCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&st_, cudaStreamNonBlocking));
+    LMSCOPE_CUBLAS_CHECK(cublasCreate(&blas_));
+    LMSCOPE_CUBLAS_CHECK(cublasSetStream(blas_, st_));
+    LMSCOPE_CUBLAS_CHECK(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));   // no TF32 for f32
+    const char* poison = std::getenv("LMSCOPE_CUDA_POISON");
+    poison_ = poison && std::strcmp(poison, "0") != 0;
+  }
+  ~CudaBackend() override {
+    (void)cudaStreamSynchronize(st_);
+    (void)cublasDestroy(blas_);
+    (void)cudaStreamDestroy(st_);
+  }
+
+  std::string name() const override { return "cuda"; }
+  std::string compute_dtype() const override { return bf16_ ? "bf16" : "f32"; }
+
+  // ---- memory ------------------------------------------------------------------------------
+  Tensor device_tensor(const Shape& shape, DType dtype) {
+    const size_t bytes = size_t(shape_numel(shape)) * dtype_size(dtype);
+    std::shared_ptr<void> block = dev_->get(bytes);
+    void* p = block.get();
+    return Tensor::view(shape, dtype, p, std::move(block), Device::Cuda);
+  }
+
+  Tensor alloc(const Shape& shape) override {
+    Tensor t = device_tensor(shape, DType::F32);
+    // LMSCOPE_CUDA_POISON=1: fill with NaN (0xFF bytes) so that an element no op wrote shows.
+    if (poison_ && t.nbytes()) LMSCOPE_CUDA_CHECK(cudaMemsetAsync(t.raw(), 0xFF, t.nbytes(), st_));
+    return t;
+  }
+
+  // Weights: exact cudaMalloc blocks (a rounded pool block would waste up to 2 MiB each).
+  Tensor upload_exact(const Shape& shape, DType dtype, const void* host) {
+    const size_t bytes = size_t(shape_numel(shape)) * dtype_size(dtype);
+    void* p = nullptr;
+    LMSCOPE_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 1)));
+    std::shared_ptr<void> owner(p, [](void* q) { (void)cudaFree(q); });
+    if (bytes) LMSCOPE_CUDA_CHECK(cudaMemcpyAsync(p, host, bytes, cudaMemcpyHostToDevice, st_));
+    LMSCOPE_CUDA_CHECK(cudaStreamSynchronize(st_));   // the host buffer may be a temporary
+    return Tensor::view(shape, dtype, p, std::move(owner), Device::Cuda);
+  }
+
+  // bf16: matrices (2-D: the projections, the embedding and the head) become bf16 on the
+  // device, rounded to nearest even when the checkpoint is float32; vectors (norm weights,
+  // biases) stay float32. f32: everything float32 (F16/BF16 widened exactly).
+  Tensor prepare_weight(const Tensor& w) override {
+    check(w.device() == Device::Host, "prepare_weight: expects a host tensor");
+    if (bf16_ && w.ndim() == 2) {
+      if (w.dtype() == DType::BF16) return upload_exact(w.shape(), DType::BF16, w.raw());
+      Tensor wf = w.dtype() == DType::F32 ? w : w.to_f32();
+      std::vector<uint16_t> b(size_t(wf.numel()));
+      const float* src = wf.f32();
+      for (size_t i = 0; i < b.size(); ++i) b[i] = f32_to_bf16(src[i]);
+      return upload_exact(w.shape(), DType::BF16, b.data());
+    }
+    Tensor wf = w.dtype() == DType::F32 ? w : w.to_f32();
+    return upload_exact(w.shape(), DType::F32, wf.raw());
+  }
+
+  Tensor to_host_async(const Tensor& t) override {
+    if (t.device() == Device::Host) return t;
+    std::shared_ptr<void> block = pinned_->get(t.nbytes());
+    void* p = block.get();
+    if (t.nbytes()) LMSCOPE_CUDA_CHECK(cudaMemcpyAsync(p, t.raw(), t.nbytes(), cudaMemcpyDeviceToHost, st_));
+    return Tensor::view(t.shape(), t.dtype(), p, std::move(block), Device::Host);
+  }
+  bool host_copies_are_async() const override { return true; }
+
+  Tensor to_host(const Tensor& t) override {
+    Tensor h = to_host_async(t);
+    if (t.device() != Device::Host) synchronize();
+    return h;
+  }
+
+  void synchronize() override { LMSCOPE_CUDA_CHECK(cudaStreamSynchronize(st_)); }
+
+  Tensor upload(const Tensor& host) override {
+    forget_rounded();
+    if (host.device() == Device::Cuda) return host;
+    Tensor d = device_tensor(host.shape(), host.dtype());
+    if (d.nbytes()) LMSCOPE_CUDA_CHECK(cudaMemcpyAsync(d.raw(), host.raw(), d.nbytes(), cudaMemcpyHostToDevice, st_));
+    if (host.dtype() == DType::I32) ids_device_ = d.raw(), ids_host_ = host;   // for embed's id check
+    return d;
+  }
+
+  // ---- ops ---------------------------------------------------------------------------------
+  void embed(Tensor& out, const Tensor& ids, const Tensor& table) override {
+    forget_rounded();
+    const int64_t N = ids.numel(), D = table.dim(1), V = table.dim(0);
+    check(out.numel() == N * D && ids.dtype() == DType::I32, "embed: shapes");
+    // Ids are checked on the host, from the tensor they were uploaded from (the CPU's error).
+    const Tensor* host_ids = ids.device() == Device::Host ? &ids : (ids.raw() == ids_device_ ? &ids_host_ : nullptr);
+    if (host_ids)
+      for (int64_t n = 0; n < N; ++n) {
+        const int32_t id = host_ids->i32()[n];
+        if (id < 0 || id >= V)
+          throw std::runtime_error("token id " + std::to_string(id) + " is outside the vocabulary [0," +
+                                   std::to_string(V) + ")");
+      }
+    Tensor dev_ids = upload(ids);
+    cuda::embed(f(out), static_cast<const int32_t*>(dev_ids.raw()), table.raw(), table.dtype() == DType::BF16, N, D,
+                V, st_);
+  }
+
+  void rmsnorm(Tensor& out, const Tensor& x, const Tensor& weight, float eps) override {
+    forget_rounded();
+    check_device_f32(x, "rmsnorm input");
+    const int64_t D = x.dim(-1), N = x.numel() / D;
+    cuda::rmsnorm(f(out), f(x), f(weight), eps, N, D, st_);
+  }
+
+  void linear(Tensor& out, const Tensor& x, const Tensor& W, const Tensor& bias) override {
+    check_device_f32(x, "linear input");
+    const int64_t O = W.dim(0), I = W.dim(1), N = x.numel() / I;
+    check(x.dim(-1) == I && out.numel() == N * O, "linear: shapes");
+    if (N == 0 || O == 0) return;
+    const float one = 1.0f, zero = 0.0f;
+    if (W.dtype() == DType::F32) {
+      LMSCOPE_CUBLAS_CHECK(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, int(O), int(N), int(I), &one, f(W), int(I),
+                                       f(x), int(I), &zero, f(out), int(O)));
+    } else if (W.dtype() == DType::BF16) {
+      const Tensor& xb = bf16_operand(x);   // x rounded to bf16: the matmul operand
+      LMSCOPE_CUBLAS_CHECK(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, int(O), int(N), int(I), &one, W.raw(),
+                                        CUDA_R_16BF, int(I), xb.raw(), CUDA_R_16BF, int(I), &zero, out.raw(),
+                                        CUDA_R_32F, int(O), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    } else {
+      throw std::logic_error("cuda backend: linear weight must be F32 or BF16");
+    }
+    if (bias.defined() && bias.numel() > 0) cuda::add_bias(f(out), f(bias), N, O, st_);
+    if (out.raw() == rounded_src_.raw()) forget_rounded();
+  }
+
+  // The bf16 copy of a matmul input, made once for consecutive linears that share it (q/k/v
+  // read the same normed x, gate/up theirs). Valid only until any other op runs (each calls
+  // forget_rounded), so no write can slip in between; holding the source keeps its block
+  // from being handed out again.
+  const Tensor& bf16_operand(const Tensor& x) {
+    if (!(rounded_src_.defined() && rounded_src_.raw() == x.raw() && rounded_src_.numel() == x.numel())) {
+      rounded_ = device_tensor({x.numel()}, DType::BF16);
+      cuda::f32_to_bf16(static_cast<uint16_t*>(rounded_.raw()), f(x), x.numel(), st_);
+      rounded_src_ = x;
+    }
+    return rounded_;
+  }
+  void forget_rounded() { rounded_src_ = Tensor(), rounded_ = Tensor(); }
+
+  void split_heads(Tensor& out, const Tensor& x) override {
+    forget_rounded();
+    const int64_t B = out.dim(0), Hx = out.dim(1), T = out.dim(2), hd = out.dim(3);
+    check(x.numel() == out.numel(), "split_heads: sizes");
+    cuda::split_heads(f(out), f(x), B, T, Hx, hd, st_);
+  }
+
+  void rope(Tensor& out, const Tensor& x, const Tensor& cos, const Tensor& sin) override {
+    forget_rounded();
+    const int64_t B = x.dim(0), Hx = x.dim(1), T = x.dim(2), hd = x.dim(3);
+    check(cos.numel() == B * T * hd && sin.numel() == B * T * hd, "rope: cos/sin shapes");
+    cuda::rope(f(out), f(x), f(cos), f(sin), B, Hx, T, hd, st_);
+  }
+
+  // cache[b,h,offset+t,:] = x[b,h,t,:]: B*Hkv rows of T*hd floats, one strided copy.
+  void kv_write(Tensor& cache, const Tensor& x, int64_t offset) override {
+    forget_rounded();
+    const int64_t B = x.dim(0), Hkv = x.dim(1), T = x.dim(2), hd = x.dim(3), Smax = cache.dim(2);
+    if (offset + T > Smax)
+      throw std::runtime_error("KV cache full: " + std::to_string(offset + T) + " positions > capacity " +
+                               std::to_string(Smax));
+    if (B * Hkv * T * hd == 0) return;
+    LMSCOPE_CUDA_CHECK(cudaMemcpy2DAsync(f(cache) + offset * hd, size_t(Smax * hd) * 4, f(x), size_t(T * hd) * 4,
+                                         size_t(T * hd) * 4, size_t(B * Hkv), cudaMemcpyDeviceToDevice, st_));
+  }
+
+  Tensor kv_read(const Tensor& cache, int64_t S) override {
+    forget_rounded();
+    const int64_t B = cache.dim(0), Hkv = cache.dim(1), Smax = cache.dim(2), hd = cache.dim(3);
+    check(S <= Smax, "kv_read: S > capacity");
+    Tensor out = alloc({B, Hkv, S, hd});
+    if (B * Hkv * S * hd == 0) return out;
+    LMSCOPE_CUDA_CHECK(cudaMemcpy2DAsync(f(out), size_t(S * hd) * 4, f(cache), size_t(Smax * hd) * 4,
+                                         size_t(S * hd) * 4, size_t(B * Hkv), cudaMemcpyDeviceToDevice, st_));
+    return out;
+  }
+
+  // Fused unless attn.scores / attn.probs are asked for (kernels/attention.cu).
+  void attention(Tensor& z, const Tensor& q, const Tensor& k, const Tensor& v, int64_t S, const Tensor& mask,
+                 float scale, Tensor* scores, Tensor* probs) override {
+    forget_rounded();
+    const int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), hd = q.dim(3);
+    const int64_t Hkv = k.dim(1), Smax = k.dim(2);
+    check(S <= Smax && mask.dim(2) == S && mask.numel() == B * T * S, "attention: S");
+    check_device_f32(k, "attention keys");
+    cuda::AttentionArgs a{f(z), f(q), f(k), f(v), f(mask), B, H, Hkv, T, S, Smax, hd, scale};
+    if (!scores && !probs) {
+      int splits = 1;
+      const int64_t scratch_floats = cuda::attention_fused_plan(a, sm_count_, &splits);
+      Tensor scratch = scratch_floats ? device_tensor({scratch_floats}, DType::F32) : Tensor();
+      cuda::attention_fused(a, splits, scratch_floats ? f(scratch) : nullptr, st_);
+      return;
+    }
+    Tensor tmp;
+    float* p = probs ? f(*probs) : f(tmp = device_tensor({B, H, T, S}, DType::F32));
+    if (scores) {
+      cuda::attention_scores(a, f(*scores), st_);
+      cuda::attention_softmax(f(*scores), p, B * H * T, S, st_);
+    } else {
+      cuda::attention_scores(a, p, st_);
+      cuda::attention_softmax(p, p, B * H * T, S, st_);
+    }
+    cuda::attention_apply(a, p, st_);
+  }
+
+  void swiglu(Tensor& out, const Tensor& gate, const Tensor& up) override {
+    forget_rounded();
+    cuda::swiglu(f(out), f(gate), f(up), out.numel(), st_);
+  }
+
+  void add(Tensor& out, const Tensor& a, const Tensor& b) override {
+    forget_rounded();
+    const int64_t n = out.numel();
+    check(a.numel() == n && b.numel() == n, "add: sizes");
+    cuda::add(f(out), f(a), f(b), n, st_);
+  }
+
+  void select_column(Tensor& out, const Tensor& x, int64_t t) override {
+    forget_rounded();
+    const int64_t B = x.dim(0), T = x.dim(1), D = x.dim(2);
+    check(t >= 0 && t < T && out.numel() == B * D, "select_column: shapes");
+    if (B * D == 0) return;
+    LMSCOPE_CUDA_CHECK(cudaMemcpy2DAsync(f(out), size_t(D) * 4, f(x) + t * D, size_t(T * D) * 4, size_t(D) * 4,
+                                         size_t(B), cudaMemcpyDeviceToDevice, st_));
+  }
+
+ private:
+  bool bf16_;
+  bool poison_ = false;
+  int sm_count_ = 0;
+  cudaStream_t st_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  std::shared_ptr<BlockPool> dev_, pinned_;
+  const void* ids_device_ = nullptr;   // the last int32 upload and its host source
+  Tensor ids_host_;
+  Tensor rounded_src_, rounded_;       // bf16_operand's one-entry cache
+};
+
+}  // namespace
+
+bool cuda_device_usable(std::string* why) {
+  auto fail = [&](const std::string& w) {
+    (void)cudaGetLastError();
+    if (why) *why = w;
+    return false;
+  };
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) return fail(std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e));
+  if (n == 0) return fail("no CUDA device found");
+  e = cuda::probe_kernel_image();
+  if (e != cudaSuccess) {
+    cudaDeviceProp prop;
+    std::string dev = "device 0";
+    if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
+      dev = std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
+            "); rebuild with -DCMAKE_CUDA_ARCHITECTURES=" + std::to_string(prop.major) + std::to_string(prop.minor);
+    return fail(std::string("this build has no kernels for ") + dev + ": " + cudaGetErrorString(e));
+  }
+  return true;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(const std::string& dtype) {
+  if (dtype != "f32" && dtype != "bf16") throw std::runtime_error("--dtype: unknown '" + dtype + "' (f32, bf16)");
+  std::string why;
+  if (!cuda_device_usable(&why))
+    throw std::runtime_error("--backend cuda: no usable CUDA device (" + why + "); use --backend cpu");
+  return std::make_unique<CudaBackend>(dtype == "bf16");
+}
+
+CudaDeviceInfo cuda_device_info(bool measure_copy) {
+  CudaDeviceInfo info;
+  cudaDeviceProp prop;
+  LMSCOPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  info.name = prop.name;
+  info.sm_major = prop.major;
+  info.sm_minor = prop.minor;
+  info.multiprocessors = prop.multiProcessorCount;
+  info.memory_bytes = prop.totalGlobalMem;
+  if (!measure_copy) return info;
+  // A 1 GiB device-to-device copy, 2 warm-ups then 10 timed: bytes read + written per second.
+  const size_t bytes = size_t(1) << 30;
+  void *a = nullptr, *b = nullptr;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  auto cleanup = [&] {
+    if (a) (void)cudaFree(a);
+    if (b) (void)cudaFree(b);
+    if (e0) (void)cudaEventDestroy(e0);
+    if (e1) (void)cudaEventDestroy(e1);
+  };
+  try {
+    LMSCOPE_CUDA_CHECK(cudaMalloc(&a, bytes));
+    LMSCOPE_CUDA_CHECK(cudaMalloc(&b, bytes));
+    LMSCOPE_CUDA_CHECK(cudaMemset(a, 1, bytes));   // never time on untouched memory
+    LMSCOPE_CUDA_CHECK(cudaEventCreate(&e0));
+    LMSCOPE_CUDA_CHECK(cudaEventCreate(&e1));
+    for (int i = 0; i < 2; ++i) LMSCOPE_CUDA_CHECK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
+    const int reps = 10;
+    LMSCOPE_CUDA_CHECK(cudaEventRecord(e0));
+    for (int i = 0; i < reps; ++i) LMSCOPE_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
+    LMSCOPE_CUDA_CHECK(cudaEventRecord(e1));
+    LMSCOPE_CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    LMSCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    info.copy_bytes_per_s = 2.0 * double(bytes) * reps / (double(ms) * 1e-3);
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+  cleanup();
+  return info;
+}
+
+}  // namespace lmscope

@@ -1,0 +1,430 @@
+#include "experiments/stepper.h"
+
+#include <termios.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <sstream>
+
+#include "experiments/run.h"
+#include "tokenizer/encode_trace.h"
+#include "trace/hooks.h"
+
+namespace lmscope {
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string pad_right(std::string s, size_t n) {
+  // Display width ~ code points (good enough for token text).
+  size_t cps = 0;
+  for (unsigned char c : s) cps += (c & 0xC0) != 0x80;
+  if (cps < n) s += std::string(n - cps, ' ');
+  return s;
+}
+
+double norm(const double* v, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += v[i] * v[i];
+  return std::sqrt(s);
+}
+
+std::string vec_str(const double* v, int64_t n, int64_t show = 6) {
+  std::string s = "[";
+  for (int64_t i = 0; i < std::min(n, show); ++i) {
+    if (i) s += ' ';
+    s += fmt("%7.3f", v[i]);
+  }
+  if (n > show) s += " ...";
+  return s + "]";
+}
+
+const char* shade(double p) {
+  if (std::isnan(p)) return "··";
+  if (p < 0.02) return "  ";
+  if (p < 0.1) return "░░";
+  if (p < 0.3) return "▒▒";
+  if (p < 0.6) return "▓▓";
+  return "██";
+}
+
+}  // namespace
+
+std::string shade_grid(const std::vector<double>& values, int64_t rows, int64_t cols,
+                       const std::vector<std::string>& row_labels, int64_t col_offset) {
+  std::ostringstream o;
+  size_t lw = 0;
+  for (const auto& l : row_labels) lw = std::max(lw, l.size());
+  o << std::string(lw + 2, ' ');
+  for (int64_t c = 0; c < cols; ++c) o << (((c + col_offset) % 10 == 0) ? fmt("%-2.0f", double((c + col_offset) / 10 % 10)) : "  ");
+  o << "\n" << std::string(lw + 2, ' ');
+  for (int64_t c = 0; c < cols; ++c) o << fmt("%-2.0f", double((c + col_offset) % 10));
+  o << "\n";
+  for (int64_t r = 0; r < rows; ++r) {
+    std::string label = size_t(r) < row_labels.size() ? row_labels[size_t(r)] : "";
+    o << std::string(lw - label.size(), ' ') << label << " |";
+    for (int64_t c = 0; c < cols; ++c) o << shade(values[size_t(r * cols + c)]);
+    o << "|\n";
+  }
+  return o.str();
+}
+
+Stepper::Stepper(const ModelConfig& cfg, StepperOptions opt) : cfg_(cfg), opt_(std::move(opt)) {
+  if (opt_.interactive) {
+    auto* saved = new termios;
+    if (tcgetattr(opt_.in_fd, saved) == 0) {
+      termios raw = *saved;
+      raw.c_lflag &= ~tcflag_t(ICANON | ECHO);
+      raw.c_cc[VMIN] = 1;
+      raw.c_cc[VTIME] = 0;
+      if (tcsetattr(opt_.in_fd, TCSANOW, &raw) == 0) raw_ = true;
+    }
+    saved_termios_ = saved;
+  }
+}
+
+Stepper::~Stepper() {
+  auto* saved = static_cast<termios*>(saved_termios_);
+  if (raw_ && saved) tcsetattr(opt_.in_fd, TCSANOW, saved);
+  delete saved;
+}
+
+std::string Stepper::tok(int32_t id) const {
+  std::string t = opt_.token_text ? opt_.token_text(id) : "";
+  return t.empty() ? std::string("#").append(std::to_string(id)) : std::string("'").append(t).append("'");
+}
+
+const HookData* Stepper::get(const std::string& name) const {
+  auto it = cur_.find(name);
+  return it == cur_.end() ? nullptr : &it->second;
+}
+
+void Stepper::page(const std::string& title, const std::string& body, int layer) {
+  if (skip_step_ || layer < skip_below_layer_) return;
+  std::FILE* o = opt_.out;
+  std::string head = info_.step >= 0 && !title.empty() ? "step " + std::to_string(info_.step) + " (" + info_.phase + ") · " + title
+                                                       : title;
+  std::fprintf(o, "\n=== %s ===\n%s", head.c_str(), body.c_str());
+  ++pages_shown_;
+  if (!opt_.interactive) return;
+  std::fprintf(o, "-- [Enter] next  [n] next layer  [s] next step  [q] quit --");
+  std::fflush(o);
+  char c = 0;
+  ssize_t n = ::read(opt_.in_fd, &c, 1);
+  std::fprintf(o, "\n");
+  if (n <= 0) {   // the keyboard went away: print the rest
+    opt_.interactive = false;
+    return;
+  }
+  if (c == 'q' || c == 'Q') throw StepperQuit();
+  if (c == 'n' || c == 'N') skip_below_layer_ = layer + 1;
+  if (c == 's' || c == 'S') skip_step_ = true;
+}
+
+void Stepper::begin_step(const StepInfo& info) {
+  if (!intro_done_) {
+    intro_done_ = true;
+    info_.step = -1;
+    for (const std::string& p : opt_.intro_pages) page("tokenizer", p, -1);
+  }
+  info_ = info;
+  cur_.clear();
+  skip_below_layer_ = -1;
+  skip_step_ = false;
+}
+
+void Stepper::offer(Hook h, int layer, const Tensor& t) {
+  HookData d = to_hook_data(h, layer, t);
+  cur_[d.hook] = std::move(d);
+  const int L = cfg_.num_layers;
+  switch (h) {
+    case Hook::Embed:
+      page("tokens, positions and masks", page_inputs(), -1);
+      page("embeddings", page_embed(), -1);
+      break;
+    case Hook::AttnKRope: page("layer " + std::to_string(layer) + " · q/k before and after RoPE", page_rope(layer), layer); break;
+    case Hook::AttnZ: page("layer " + std::to_string(layer) + " · attention", page_attention(layer), layer); break;
+    case Hook::ResidPost: page("layer " + std::to_string(layer) + " · FFN", page_ffn(layer), layer); break;
+    case Hook::Logits: page("next-token distribution", page_logits(), L); break;
+    case Hook::SampleFinished: page("sampling decision", page_sampling(), L); break;
+    default: break;
+  }
+}
+
+void Stepper::finish() {
+  if (!intro_done_) {
+    intro_done_ = true;
+    for (const std::string& p : opt_.intro_pages) page("tokenizer", p, -1);
+  }
+  std::fprintf(opt_.out, "\n=== end of the walk: %d pages ===\n", pages_shown_);
+  std::fflush(opt_.out);
+}
+
+std::string Stepper::page_inputs() const {
+  std::ostringstream o;
+  const HookData *ids = get("tokens.input_ids"), *am = get("tokens.attention_mask"), *pos = get("tokens.position_ids"),
+                 *mc = get("mask.combined");
+  o << "T = " << info_.T << " new token(s) this step, S = " << info_.S << " key positions (" << info_.past_length
+    << " already in the KV cache)\n";
+  if (ids && pos) {
+    const int64_t B = ids->shape[0], T = ids->shape[1];
+    const int64_t S = am ? am->shape[1] : T;
+    for (int64_t b = 0; b < B; ++b) {
+      o << "row " << b << ":   col  id      token              mask  position\n";
+      for (int64_t t = std::max<int64_t>(0, T - opt_.max_rows); t < T; ++t) {
+        const int32_t id = int32_t(ids->values[size_t(b * T + t)]);
+        const int m = am ? int(am->values[size_t(b * S + S - T + t)]) : 1;
+        o << "        " << fmt("%4.0f", double(S - T + t)) << "  " << fmt("%-6.0f", double(id)) << "  "
+          << pad_right(tok(id), 18) << " " << m << "     " << int(pos->values[size_t(b * T + t)])
+          << (m ? "" : "   (pad: masked as a key)") << "\n";
+      }
+    }
+  }
+  if (mc) {
+    const int64_t B = mc->shape[0], T = mc->shape[1], S = mc->shape[2];
+    const int64_t b = std::min<int64_t>(opt_.row, B - 1);
+    const int64_t r0 = std::max<int64_t>(0, T - opt_.max_rows), c0 = std::max<int64_t>(0, S - opt_.max_cols);
+    std::vector<double> grid;
+    std::vector<std::string> labels;
+    for (int64_t t = r0; t < T; ++t) {
+      labels.push_back(std::string("q").append(std::to_string(S - T + t)));
+      for (int64_t s = c0; s < S; ++s) grid.push_back(mc->values[size_t((b * T + t) * S + s)] <= -1e30 ? NAN : 1.0);
+    }
+    o << "\nmask.combined, row " << b << " (query rows x key columns; ██ may attend, ·· masked: "
+      << "the future by causality, pads by the padding mask):\n";
+    o << shade_grid(grid, T - r0, S - c0, labels, c0);
+  }
+  return o.str();
+}
+
+std::string Stepper::page_embed() const {
+  std::ostringstream o;
+  const HookData *e = get("embed"), *ids = get("tokens.input_ids");
+  if (!e || !ids) return "(embed not traced)\n";
+  const int64_t B = e->shape[0], T = e->shape[1], D = e->shape[2];
+  const int64_t b = std::min<int64_t>(opt_.row, B - 1);
+  o << "each token id picks one row of the embedding table (" << cfg_.vocab_size << " x " << D << "); row " << b << ":\n";
+  for (int64_t t = std::max<int64_t>(0, T - opt_.max_rows); t < T; ++t) {
+    const double* v = e->values.data() + (b * T + t) * D;
+    const int32_t id = int32_t(ids->values[size_t(b * T + t)]);
+    o << "  " << pad_right(tok(id), 16) << " |e| = " << fmt("%7.3f", norm(v, D)) << "  " << vec_str(v, D) << "\n";
+  }
+  return o.str();
+}
+
+std::string Stepper::page_rope(int l) const {
+  std::ostringstream o;
+  const std::string p = "layers." + std::to_string(l) + ".attn.";
+  const HookData *q = get(p + "q"), *qr = get(p + "q_rope"), *k = get(p + "k"), *kr = get(p + "k_rope"),
+                 *pos = get("tokens.position_ids"), *cs = get("rope.cos"), *sn = get("rope.sin");
+  if (!q || !qr || !k || !kr) return "(q/k hooks not traced)\n";
+  const int64_t B = q->shape[0], H = q->shape[1], T = q->shape[2], hd = q->shape[3], Hkv = k->shape[1];
+  const int64_t b = std::min<int64_t>(opt_.row, B - 1), t = T - 1;
+  const int position = pos ? int(pos->values[size_t(b * T + t)]) : -1;
+  o << "row " << b << ", the last token of this step (position " << position << "). RoPE turns each pair of dims "
+    << "(i, i+" << hd / 2 << ") by the angle position x " << fmt("%g", double(cfg_.rope_theta)) << "^(-2i/" << hd
+    << "): lengths do not change, and q.k then depends only on the distance between positions.\n";
+  if (cs && sn) {
+    const double *c = cs->values.data() + (b * T + t) * hd, *s = sn->values.data() + (b * T + t) * hd;
+    o << "  cos " << vec_str(c, hd / 2, 4) << "  sin " << vec_str(s, hd / 2, 4) << "  (dims 0..3)\n";
+  }
+  auto line = [&](const char* what, const HookData* before, const HookData* after, int64_t Hx, int64_t h) {
+    const double* a = before->values.data() + ((b * Hx + h) * T + t) * hd;
+    const double* r = after->values.data() + ((b * Hx + h) * T + t) * hd;
+    o << "  " << what << " head " << h << "  before " << vec_str(a, hd, 5) << " |" << fmt("%.3f", norm(a, hd)) << "|\n";
+    o << "          after  " << vec_str(r, hd, 5) << " |" << fmt("%.3f", norm(r, hd)) << "|\n";
+  };
+  for (int64_t h = 0; h < H; ++h) line("q", q, qr, H, h);
+  const int64_t group = H / std::max<int64_t>(1, Hkv);
+  for (int64_t h = 0; h < Hkv; ++h) {
+    o << "  (k head " << h << " serves q heads " << h * group << ".." << (h + 1) * group - 1 << ")\n";
+    line("k", k, kr, Hkv, h);
+  }
+  return o.str();
+}
+
+std::string Stepper::page_attention(int l) const {
+  std::ostringstream o;
+  const std::string p = "layers." + std::to_string(l) + ".attn.";
+  const HookData *pr = get(p + "probs"), *sc = get(p + "scores");
+  if (!pr) return "(attn.probs not traced)\n";
+  const int64_t B = pr->shape[0], H = pr->shape[1], T = pr->shape[2], S = pr->shape[3];
+  const int64_t b = std::min<int64_t>(opt_.row, B - 1);
+  const int64_t r0 = std::max<int64_t>(0, T - opt_.max_rows), c0 = std::max<int64_t>(0, S - opt_.max_cols);
+  o << "softmax(q.k / sqrt(hd) + mask) per head, row " << b << ": query rows x key columns; shades: "
+    << "' ' < 0.02 <= ░ < 0.1 <= ▒ < 0.3 <= ▓ < 0.6 <= █; ·· masked\n";
+  for (int64_t h = 0; h < H; ++h) {
+    std::vector<double> grid;
+    std::vector<std::string> labels;
+    for (int64_t t = r0; t < T; ++t) {
+      labels.push_back(std::string("q").append(std::to_string(S - T + t)));
+      for (int64_t s = c0; s < S; ++s) {
+        const size_t i = size_t(((b * H + h) * T + t) * S + s);
+        const bool masked = sc && sc->values[i] <= -1e30;
+        grid.push_back(masked ? NAN : pr->values[i]);
+      }
+    }
+    // The last query's strongest keys.
+    std::vector<int64_t> keys(static_cast<size_t>(S));
+    std::iota(keys.begin(), keys.end(), 0);
+    const double* last = pr->values.data() + ((b * H + h) * T + T - 1) * S;
+    std::stable_sort(keys.begin(), keys.end(), [&](int64_t x, int64_t y) { return last[x] > last[y]; });
+    o << "head " << h << " (KV head " << h / std::max<int64_t>(1, H / std::max(1, cfg_.num_kv_heads)) << "); the last query attends most to";
+    for (size_t i = 0; i < std::min<size_t>(3, keys.size()); ++i)
+      o << " " << keys[i] << " (" << fmt("%.2f", last[keys[i]]) << ")";
+    o << "\n" << shade_grid(grid, T - r0, S - c0, labels, c0);
+  }
+  return o.str();
+}
+
+std::string Stepper::page_ffn(int l) const {
+  std::ostringstream o;
+  const std::string p = "layers." + std::to_string(l) + ".";
+  const HookData *g = get(p + "ffn.gate"), *u = get(p + "ffn.up"), *a = get(p + "ffn.act"), *fo = get(p + "ffn_out"),
+                 *rm = get(p + "resid_mid"), *rp = get(p + "resid_post");
+  if (!g || !u || !a) return "(ffn hooks not traced)\n";
+  const int64_t B = g->shape[0], T = g->shape[1], F = g->shape[2];
+  const int64_t b = std::min<int64_t>(opt_.row, B - 1), t = T - 1;
+  o << "down(silu(gate) * up), row " << b << ", the last token; F = " << F << " neurons\n";
+  auto stats = [&](const char* what, const HookData* d) {
+    const double* v = d->values.data() + (b * T + t) * F;
+    double mean = 0, sq = 0, mn = INFINITY, mx = -INFINITY;
+    for (int64_t i = 0; i < F; ++i) mean += v[i], sq += v[i] * v[i], mn = std::min(mn, v[i]), mx = std::max(mx, v[i]);
+    mean /= double(F);
+    const double sd = std::sqrt(std::max(0.0, sq / double(F) - mean * mean));
+    o << "  " << pad_right(what, 5) << " mean " << fmt("%8.4f", mean) << "  std " << fmt("%7.4f", sd) << "  min "
+      << fmt("%8.4f", mn) << "  max " << fmt("%8.4f", mx) << "\n";
+  };
+  stats("gate", g);
+  stats("up", u);
+  stats("act", a);
+  const double* av = a->values.data() + (b * T + t) * F;
+  const double* gv = g->values.data() + (b * T + t) * F;
+  double amax = 0;
+  int64_t closed = 0;
+  for (int64_t i = 0; i < F; ++i) amax = std::max(amax, std::fabs(av[i]));
+  for (int64_t i = 0; i < F; ++i) closed += gv[i] < -2.0;
+  int64_t quiet = 0;
+  for (int64_t i = 0; i < F; ++i) quiet += std::fabs(av[i]) < 0.01 * amax;
+  o << "  " << closed << " of " << F << " gates below -2 (silu ~ 0: closed); " << quiet
+    << " neurons under 1% of the largest |act|\n";
+  std::vector<int64_t> idx(static_cast<size_t>(F));
+  std::iota(idx.begin(), idx.end(), 0);
+  std::partial_sort(idx.begin(), idx.begin() + std::min<int64_t>(5, F), idx.end(),
+                    [&](int64_t x, int64_t y) { return std::fabs(av[x]) > std::fabs(av[y]); });
+  o << "  strongest neurons:";
+  for (int64_t i = 0; i < std::min<int64_t>(5, F); ++i) o << " " << idx[size_t(i)] << " (" << fmt("%.3f", av[idx[size_t(i)]]) << ")";
+  o << "\n";
+  if (fo && rm && rp) {
+    const int64_t D = fo->shape[2];
+    o << "  residual: |resid_mid| " << fmt("%.3f", norm(rm->values.data() + (b * T + t) * D, D)) << " + |ffn_out| "
+      << fmt("%.3f", norm(fo->values.data() + (b * T + t) * D, D)) << " -> |resid_post| "
+      << fmt("%.3f", norm(rp->values.data() + (b * T + t) * D, D)) << "\n";
+  }
+  return o.str();
+}
+
+std::string Stepper::page_logits() const {
+  std::ostringstream o;
+  const HookData* lg = get("logits");
+  if (!lg) return "(logits not traced)\n";
+  const int64_t B = lg->shape[0], T = lg->shape[1], V = lg->shape[2];
+  o << "softmax over the " << V << " logits of the last column (the next token's distribution, before any "
+    << "sampling processor)\n";
+  for (int64_t b = 0; b < B; ++b) {
+    const double* v = lg->values.data() + (b * T + T - 1) * V;
+    double mx = *std::max_element(v, v + V), z = 0;
+    for (int64_t i = 0; i < V; ++i) z += std::exp(v[i] - mx);
+    std::vector<int64_t> idx(static_cast<size_t>(V));
+    std::iota(idx.begin(), idx.end(), 0);
+    const int64_t k = std::min<int64_t>(10, V);
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int64_t x, int64_t y) { return v[x] > v[y]; });
+    o << "row " << b << ":  rank  id      token              logit     prob\n";
+    for (int64_t r = 0; r < k; ++r) {
+      const int64_t id = idx[size_t(r)];
+      const double pr = std::exp(v[id] - mx) / z;
+      o << "        " << fmt("%4.0f", double(r + 1)) << "  " << fmt("%-6.0f", double(id)) << "  " << pad_right(tok(int32_t(id)), 18)
+        << " " << fmt("%8.3f", v[id]) << "  " << fmt("%6.2f%%", 100 * pr) << "  " << std::string(size_t(std::lround(pr * 30)), '#')
+        << "\n";
+    }
+  }
+  return o.str();
+}
+
+std::string Stepper::page_sampling() const {
+  std::ostringstream o;
+  const HookData *cand = get("sample.candidates"), *raw = get("sample.raw"), *pen = get("sample.penalized"),
+                 *sc = get("sample.scaled"), *pr = get("sample.probs"), *kept = get("sample.kept"),
+                 *surv = get("sample.survivors"), *u = get("sample.u"), *ch = get("sample.chosen"),
+                 *fin = get("sample.finished");
+  if (!cand || !ch) return "(sample.* not traced)\n";
+  const SamplingConfig& c = opt_.sampling;
+  if (c.do_sample)
+    o << "sampling: repetition penalty " << c.repetition_penalty << ", temperature " << c.temperature << ", top-k "
+      << c.top_k << (c.top_k == 0 ? " (off)" : "") << ", top-p " << c.top_p << (c.top_p >= 1 ? " (off)" : "")
+      << ", seed " << c.seed << "\n";
+  else
+    o << "greedy: the argmax after the repetition penalty (" << c.repetition_penalty
+      << "); no temperature, top-k or top-p (HF applies them only when sampling)\n";
+  const int64_t B = cand->shape[0], N = cand->shape[1];
+  for (int64_t b = 0; b < B; ++b) {
+    o << "row " << b << ":  id      token              raw      penalized  scaled    prob     kept\n";
+    for (int64_t n = 0; n < N; ++n) {
+      const size_t i = size_t(b * N + n);
+      const int32_t id = int32_t(cand->values[i]);
+      o << "        " << fmt("%-6.0f", double(id)) << "  " << pad_right(tok(id), 18) << " "
+        << fmt("%8.3f", raw ? raw->values[i] : NAN) << "  " << fmt("%8.3f", pen ? pen->values[i] : NAN) << "  "
+        << fmt("%8.3f", sc ? sc->values[i] : NAN) << "  " << fmt("%6.2f%%", pr ? 100 * pr->values[i] : NAN) << "  "
+        << (kept && kept->values[i] != 0 ? "yes" : "cut") << "\n";
+    }
+    const int32_t chosen = int32_t(ch->values[size_t(b)]);
+    o << "        survivors: " << (surv ? int(surv->values[size_t(b)]) : -1);
+    if (u && u->values[size_t(b)] >= 0)
+      o << "; draw u = " << fmt("%.6f", u->values[size_t(b)])
+        << ": the first survivor, best first, whose cumulative probability exceeds u";
+    else
+      o << "; no draw (greedy)";
+    o << "\n        chosen: " << chosen << " " << tok(chosen)
+      << (fin && fin->values[size_t(b)] != 0 ? "  (the row is finished: end of sequence)" : "") << "\n";
+  }
+  return o.str();
+}
+
+std::string render_merges_page(const EncodeTrace& tr, const std::function<std::string(int32_t)>& token_text) {
+  std::ostringstream o;
+  auto t = [&](int32_t id) {
+    std::string s = token_text ? token_text(id) : "";
+    return s.empty() ? std::string("#").append(std::to_string(id)) : s;
+  };
+  o << "text: \"" << tr.text << "\" -> " << tr.ids.size() << " tokens\n";
+  for (const WordTrace& w : tr.words) {
+    const char* kind = w.kind == WordTrace::Kind::Bpe ? "bpe" : w.kind == WordTrace::Kind::Added ? "added token" : "added by the post-processor";
+    o << "  word \"" << w.text << "\" (" << kind << ")";
+    if (w.kind != WordTrace::Kind::Bpe || w.whole_word) {
+      o << " -> ";
+      for (int32_t id : w.ids) o << "[" << t(id) << "] ";
+      o << (w.whole_word ? "(in the vocabulary as it is)" : "") << "\n";
+      continue;
+    }
+    o << ": symbols";
+    for (int32_t id : w.symbols) o << " [" << t(id) << "]";
+    o << "\n";
+    for (const MergeStep& m : w.merges)
+      o << "    merge rank " << fmt("%-6.0f", double(m.rank)) << " [" << t(m.left) << "] + [" << t(m.right) << "] -> ["
+        << t(m.merged) << "]\n";
+    o << "    ids:";
+    for (int32_t id : w.ids) o << " " << id;
+    o << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace lmscope

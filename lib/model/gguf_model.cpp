@@ -1,0 +1,238 @@
+// load_gguf_model: llama.cpp metadata -> ModelConfig, llama.cpp tensor names -> Weights.
+#include "model/gguf_model.h"
+
+#include <cstring>
+#include <set>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "io/json_error.h"
+
+namespace lmscope {
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& msg) {
+  throw std::runtime_error(one_line(path + ": " + msg));
+}
+
+// A positive int from an integer key (required, or `dflt` when absent and dflt > 0).
+int positive(const GgufFile& f, const std::string& key, int64_t dflt = 0) {
+  if (!f.has(key)) {
+    if (dflt > 0) return int(dflt);
+    fail(f.path(), "key '" + key + "' is missing");
+  }
+  const int64_t v = f.get_int(key);
+  if (v <= 0 || v > (int64_t(1) << 30))
+    fail(f.path(), "key '" + key + "' = " + std::to_string(v) + " is not a sensible positive size");
+  return int(v);
+}
+
+int token_id(const GgufFile& f, const std::string& key, int vocab) {
+  const int64_t v = f.get_int(key);
+  if (v < 0 || v >= vocab)
+    fail(f.path(), "key '" + key + "' = " + std::to_string(v) + " is outside the vocabulary [0," +
+                       std::to_string(vocab) + ")");
+  return int(v);
+}
+
+}  // namespace
+
+ModelConfig gguf_model_config(const GgufFile& f) {
+  const std::string& path = f.path();
+  ModelConfig c;
+  const std::string arch = f.get_string("general.architecture");
+  if (arch == "llama") {
+    c.arch = Arch::Llama;
+    c.architecture = "LlamaForCausalLM";
+  } else if (arch == "qwen2") {
+    c.arch = Arch::Qwen2;
+    c.architecture = "Qwen2ForCausalLM";
+  } else {
+    fail(path, "key 'general.architecture' = '" + arch + "' is not supported (llama, qwen2)");
+  }
+  const std::string a = arch + ".";
+
+  // ---- features we do not implement are refused, not ignored ----
+  if (f.has(a + "expert_count") && f.get_int(a + "expert_count") > 0)
+    fail(path, "key '" + a + "expert_count' > 0: mixture-of-experts models are not supported");
+  if (f.has(a + "rope.scaling.type")) {
+    const std::string t = f.get_string(a + "rope.scaling.type");
+    if (t != "none")
+      fail(path, "key '" + a + "rope.scaling.type' = '" + t + "' is not supported (only plain RoPE)");
+  }
+  if (f.has(a + "attention.sliding_window"))
+    fail(path, "key '" + a + "attention.sliding_window' is present: sliding window attention is not supported");
+
+  // ---- sizes ----
+  c.num_layers = positive(f, a + "block_count");
+  c.hidden_size = positive(f, a + "embedding_length");
+  c.intermediate_size = positive(f, a + "feed_forward_length");
+  c.num_heads = positive(f, a + "attention.head_count");
+  c.num_kv_heads = positive(f, a + "attention.head_count_kv", c.num_heads);
+  c.max_position_embeddings = positive(f, a + "context_length", c.arch == Arch::Qwen2 ? 32768 : 2048);
+  // llama.cpp: n_embd_head_k = attention.key_length, default n_embd / n_head.
+  if (f.has(a + "attention.key_length")) {
+    c.head_dim = positive(f, a + "attention.key_length");
+  } else {
+    if (c.hidden_size % c.num_heads != 0)
+      fail(path, "key '" + a + "attention.head_count' (" + std::to_string(c.num_heads) +
+                     ") does not divide '" + a + "embedding_length' (" + std::to_string(c.hidden_size) +
+                     ") and '" + a + "attention.key_length' is not given");
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  if (f.has(a + "attention.value_length") && positive(f, a + "attention.value_length") != c.head_dim)
+    fail(path, "key '" + a + "attention.value_length' differs from the key length " +
+                   std::to_string(c.head_dim) + ": not supported");
+  if (f.has(a + "rope.dimension_count") && positive(f, a + "rope.dimension_count") != c.head_dim)
+    fail(path, "key '" + a + "rope.dimension_count' = " + std::to_string(f.get_int(a + "rope.dimension_count")) +
+                   " differs from the head size " + std::to_string(c.head_dim) +
+                   ": partial rotary embeddings are not supported");
+  if (c.head_dim % 2 != 0) fail(path, "head size " + std::to_string(c.head_dim) + " must be even for RoPE");
+  if (c.num_heads % c.num_kv_heads != 0)
+    fail(path, "key '" + a + "attention.head_count_kv' (" + std::to_string(c.num_kv_heads) +
+                   ") must divide '" + a + "attention.head_count' (" + std::to_string(c.num_heads) + ")");
+
+  // ---- vocabulary: <arch>.vocab_size, else the token list, else token_embd's rows ----
+  if (f.has(a + "vocab_size")) {
+    c.vocab_size = positive(f, a + "vocab_size");
+  } else if (f.has("tokenizer.ggml.tokens") && f.value("tokenizer.ggml.tokens").type() == GgufType::Array) {
+    c.vocab_size = int(f.value("tokenizer.ggml.tokens").as_array().items.size());
+  } else if (f.has_tensor("token_embd.weight") && f.tensor_info("token_embd.weight").ne.size() == 2) {
+    c.vocab_size = int(f.tensor_info("token_embd.weight").ne[1]);
+  } else {
+    fail(path, "cannot tell the vocabulary size: no '" + a + "vocab_size', 'tokenizer.ggml.tokens' or token_embd.weight");
+  }
+
+  // ---- numerics ----
+  const std::string eps_key = a + "attention.layer_norm_rms_epsilon";
+  c.rms_norm_eps = float(f.get_float(eps_key));
+  if (!(c.rms_norm_eps > 0)) fail(path, "key '" + eps_key + "' must be positive");
+  c.rope_theta = float(f.get_float(a + "rope.freq_base", 10000.0));
+  if (!(c.rope_theta > 0)) fail(path, "key '" + a + "rope.freq_base' must be positive");
+
+  // ---- tying and biases, from the tensors present (as HF's GGUF loader decides tying) ----
+  c.tie_word_embeddings = !f.has_tensor("output.weight");
+  if (c.arch == Arch::Qwen2) {
+    c.attention_bias = true;
+    c.o_proj_bias = false;
+  } else {
+    c.attention_bias = f.has_tensor("blk.0.attn_q.bias");
+    c.o_proj_bias = c.attention_bias;
+  }
+  c.mlp_bias = false;
+
+  // ---- special tokens ----
+  if (f.has("tokenizer.ggml.bos_token_id")) c.bos_token_ids = {token_id(f, "tokenizer.ggml.bos_token_id", c.vocab_size)};
+  if (f.has("tokenizer.ggml.eos_token_id")) c.eos_token_ids = {token_id(f, "tokenizer.ggml.eos_token_id", c.vocab_size)};
+  if (f.has("tokenizer.ggml.padding_token_id"))
+    c.pad_token_id = token_id(f, "tokenizer.ggml.padding_token_id", c.vocab_size);
+  c.torch_dtype = "float32";  // weights are dequantized to float32, as HF does for GGUF
+
+  // The trace's root attribute: the derived config in HF's config.json spelling.
+  nlohmann::json j = {
+      {"architectures", {c.architecture}},
+      {"model_type", arch},
+      {"hidden_size", c.hidden_size},
+      {"intermediate_size", c.intermediate_size},
+      {"num_hidden_layers", c.num_layers},
+      {"num_attention_heads", c.num_heads},
+      {"num_key_value_heads", c.num_kv_heads},
+      {"head_dim", c.head_dim},
+      {"rms_norm_eps", c.rms_norm_eps},
+      {"rope_theta", c.rope_theta},
+      {"max_position_embeddings", c.max_position_embeddings},
+      {"vocab_size", c.vocab_size},
+      {"tie_word_embeddings", c.tie_word_embeddings},
+      {"attention_bias", c.attention_bias},
+      {"bos_token_id", c.bos_token_ids.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.bos_token_ids[0])},
+      {"eos_token_id", c.eos_token_ids.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.eos_token_ids[0])},
+      {"pad_token_id", c.pad_token_id < 0 ? nlohmann::json(nullptr) : nlohmann::json(c.pad_token_id)},
+      {"torch_dtype", "float32"},
+      {"gguf_file", path},
+      {"gguf_file_type", f.has("general.file_type") ? nlohmann::json(f.get_int("general.file_type")) : nlohmann::json(nullptr)},
+      {"gguf_name", f.get_string("general.name", "")},
+  };
+  c.json_text = j.dump();
+  return c;
+}
+
+Tensor gguf_unpermute_rows(const Tensor& w, int n_head) {
+  const int64_t rows = w.ndim() >= 1 ? w.dim(0) : 0;
+  const int64_t cols = w.ndim() == 2 ? w.dim(1) : 1;
+  if ((w.ndim() != 1 && w.ndim() != 2) || n_head <= 0 || rows % (2 * int64_t(n_head)) != 0)
+    throw std::invalid_argument("gguf_unpermute_rows: " + shape_str(w.shape()) +
+                                " cannot be split into " + std::to_string(n_head) + " heads of even size");
+  const int64_t hd = rows / n_head, half = hd / 2;
+  Tensor out = Tensor::zeros(w.shape());
+  const float* src = w.f32();
+  float* dst = out.f32();
+  for (int64_t h = 0; h < n_head; ++h)
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < half; ++j)
+        std::memcpy(dst + (h * hd + i * half + j) * cols, src + (h * hd + 2 * j + i) * cols,
+                    size_t(cols) * sizeof(float));
+  return out;
+}
+
+GgufModel load_gguf_model(const std::string& path) {
+  const GgufFile f = GgufFile::open(path);
+  GgufModel m;
+  m.cfg = gguf_model_config(f);
+  const ModelConfig& c = m.cfg;
+  const int64_t D = c.hidden_size, F = c.intermediate_size, V = c.vocab_size;
+  const int64_t Q = int64_t(c.num_heads) * c.head_dim, KV = int64_t(c.num_kv_heads) * c.head_dim;
+  const bool permuted = c.arch == Arch::Llama;  // llama.cpp permutes Llama q/k only (not Qwen2)
+
+  std::set<std::string> used;
+  auto get = [&](const std::string& name, const Shape& expected) {
+    if (!f.has_tensor(name)) fail(path, "tensor '" + name + "' is missing");
+    const GgufTensorInfo& t = f.tensor_info(name);
+    if (t.shape() != expected)
+      fail(path, "tensor '" + name + "' has shape " + shape_str(t.shape()) + " (ggml ne reversed), expected " +
+                     shape_str(expected));
+    used.insert(name);
+    return f.to_f32(t);
+  };
+
+  Weights& w = m.weights;
+  w.storage = f.owner();
+  w.embed = get("token_embd.weight", {V, D});
+  w.final_norm = get("output_norm.weight", {D});
+  w.lm_head = c.tie_word_embeddings ? w.embed : get("output.weight", {V, D});
+  w.layers.resize(c.num_layers);
+  for (int l = 0; l < c.num_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LayerWeights& L = w.layers[l];
+    L.attn_norm = get(p + "attn_norm.weight", {D});
+    L.wq = get(p + "attn_q.weight", {Q, D});
+    L.wk = get(p + "attn_k.weight", {KV, D});
+    L.wv = get(p + "attn_v.weight", {KV, D});
+    if (c.attention_bias) {
+      L.bq = get(p + "attn_q.bias", {Q});
+      L.bk = get(p + "attn_k.bias", {KV});
+      L.bv = get(p + "attn_v.bias", {KV});
+    }
+    if (permuted) {  // convert_hf_to_gguf permutes q with n_head, k with n_head_kv (bias too)
+      L.wq = gguf_unpermute_rows(L.wq, c.num_heads);
+      L.wk = gguf_unpermute_rows(L.wk, c.num_kv_heads);
+      if (c.attention_bias) {
+        L.bq = gguf_unpermute_rows(L.bq, c.num_heads);
+        L.bk = gguf_unpermute_rows(L.bk, c.num_kv_heads);
+      }
+    }
+    L.wo = get(p + "attn_output.weight", {D, Q});
+    if (c.o_proj_bias) L.bo = get(p + "attn_output.bias", {D});
+    L.ffn_norm = get(p + "ffn_norm.weight", {D});
+    L.w_gate = get(p + "ffn_gate.weight", {F, D});
+    L.w_up = get(p + "ffn_up.weight", {F, D});
+    L.w_down = get(p + "ffn_down.weight", {D, F});
+  }
+  for (const auto& t : f.tensors())
+    if (!used.count(t.name))
+      fail(path, "tensor '" + t.name + "' (" + ggml_type_name(t.type) +
+                     ") is not part of a plain " + c.architecture + ": not supported");
+  return m;
+}
+
+}  // namespace lmscope

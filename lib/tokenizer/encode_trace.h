@@ -1,0 +1,59 @@
+// What encode() did, word by word, for lmscope-bpe and the /tokenizer/row_B/ group of a
+// trace file (docs/trace-format.md): the pre-tokenized words, each word's byte-level
+// symbols, every merge in the order HF applies it, and the ids.
+//
+//   " world" -> symbols [Ġ w o r l d] -> (o,r) rank 10 -> (Ġ,w) rank 34 -> ... -> [Ġworld]
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lmscope {
+
+class TraceWriter;
+
+namespace tok {
+class Tokenizer;
+}
+
+struct MergeStep {
+  int32_t left = 0;       // id of the left symbol
+  int32_t right = 0;      // id of the right symbol
+  int32_t merged = 0;     // id of left+right
+  int32_t rank = 0;       // index of the merge in tokenizer.json (lower = applied first)
+  int32_t position = 0;   // index of the left symbol in the word's symbols at that moment
+};
+
+struct WordTrace {
+  enum class Kind {
+    Bpe,     // a pre-tokenized word, merged by BPE
+    Added,   // an added/special token found in the text (never merged)
+    Post,    // a special token the post-processor added (BOS/EOS)
+  };
+  Kind kind = Kind::Bpe;
+  std::string text;                // the word's text (normalized), or the added token's
+  std::vector<int32_t> symbols;    // initial symbols: one per byte (byte-level) or char
+  std::vector<MergeStep> merges;   // in the order applied
+  std::vector<int32_t> ids;        // final ids of this word
+  bool whole_word = false;         // ignore_merges: the word was in the vocab as it is
+};
+
+struct EncodeTrace {
+  std::string text;                // the input
+  std::vector<WordTrace> words;    // in text order; their ids concatenated == ids
+  std::vector<int32_t> ids;
+
+  void clear() { *this = EncodeTrace(); }
+};
+
+const char* kind_name(WordTrace::Kind k);   // "bpe", "added", "post"
+
+// The trace as JSON text (lmscope-bpe --json): {"text", "ids", "tokens", "words": [{"text",
+// "kind", "symbols", "merges": [{"left","right","merged","rank","position","left_id",...}],
+// "ids", "tokens"}]}. Token strings are shown readably (byte_level_display).
+std::string trace_to_json(const tok::Tokenizer& t, const EncodeTrace& trace, int indent = -1);
+
+// Writes /tokenizer/row_<row>/ (docs/trace-format.md, "Tokenizer").
+void write_tokenizer_trace(TraceWriter& w, int row, const EncodeTrace& trace, const tok::Tokenizer& t);
+
+}  // namespace lmscope

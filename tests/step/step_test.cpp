@@ -1,0 +1,183 @@
+// lmscope-trace --step: through a pseudo-terminal (forkpty) Enter advances, `n` jumps to the
+// next layer and `q` quits; without a terminal every page is printed.
+#include <gtest/gtest.h>
+#include <pty.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "experiments/stepper.h"
+#include "tests/test_util.h"
+
+using namespace lmscope;
+using namespace lmscope::testing_util;
+
+namespace {
+
+const std::string kTrace = LMSCOPE_BINARY_DIR "/lmscope-trace";
+const std::string kTiny = LMSCOPE_SOURCE_DIR "/golden/models/tiny-qwen2";
+const std::string kPrompt = "--prompt-ids 42,308,333,746,3";   // "Hello world!"
+const std::string kKeys = "-- [Enter] next  [n] next layer  [s] next step  [q] quit --";
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + what.size())) ++n;
+  return n;
+}
+
+// lmscope-trace --step on a pseudo-terminal: the test types keys and reads the pages.
+class Pty {
+ public:
+  explicit Pty(const std::vector<std::string>& args) {
+    pid_ = forkpty(&fd_, nullptr, nullptr, nullptr);
+    if (pid_ == 0) {
+      std::vector<char*> argv;
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+  }
+  ~Pty() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (fd_ >= 0) close(fd_);
+  }
+  bool started() const { return pid_ > 0; }
+  // Reads until `what` appears after `from` (or the child closes the terminal, or 20 s pass).
+  bool read_until(const std::string& what, size_t from) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (out.find(what, from) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 200) <= 0) continue;
+      char buf[4096];
+      ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n <= 0) return out.find(what, from) != std::string::npos;
+      out.append(buf, size_t(n));
+    }
+    return true;
+  }
+  // Waits for the next key prompt, then types `key`; returns the text of that page.
+  std::string page_then(char key) {
+    const size_t from = out.size();
+    EXPECT_TRUE(read_until(kKeys, from)) << out.substr(from);
+    std::string page = out.substr(from);
+    EXPECT_EQ(::write(fd_, &key, 1), 1);
+    return page;
+  }
+  int wait_exit() {
+    read_until("\x04never", out.size());   // drain until the terminal closes
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    exited_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string out;
+
+ private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  bool exited_ = false;
+};
+
+}  // namespace
+
+TEST(Step, WithoutATerminalEveryPageIsPrinted) {
+  TempDir dir;
+  const std::string out = dir.file("out.txt");
+  int rc = std::system((kTrace + " --model " + kTiny + " " + kPrompt + " --max-new-tokens 2 --step < /dev/null > '" +
+                        out + "' 2>/dev/null")
+                           .c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 0);
+  const std::string s = read_text(out);
+  // tokenizer page, then per step: inputs, embeddings, 3 layers x (rope, attention, FFN), logits, sampling
+  EXPECT_EQ(count(s, "=== tokenizer ==="), 1u);
+  EXPECT_EQ(count(s, "· tokens, positions and masks ==="), 2u);
+  EXPECT_EQ(count(s, "· q/k before and after RoPE ==="), 6u);
+  EXPECT_EQ(count(s, "· attention ==="), 6u);
+  EXPECT_EQ(count(s, "· FFN ==="), 6u);
+  EXPECT_EQ(count(s, "· next-token distribution ==="), 2u);
+  EXPECT_EQ(count(s, "· sampling decision ==="), 2u);
+  EXPECT_NE(s.find("=== end of the walk: 27 pages ==="), std::string::npos) << s.substr(s.size() - 200);
+  EXPECT_EQ(s.find(kKeys), std::string::npos);   // never waits
+  // What the pages show.
+  EXPECT_NE(s.find("merge rank 256    [ w] + [or] -> [ wor]"), std::string::npos);
+  EXPECT_NE(s.find("q4 |██████████|"), std::string::npos);       // the causal mask of the prompt
+  EXPECT_NE(s.find("q head 0  before"), std::string::npos);
+  EXPECT_NE(s.find("(k head 1 serves q heads 2..3)"), std::string::npos);
+  EXPECT_NE(s.find("head 3 (KV head 1)"), std::string::npos);
+  EXPECT_NE(s.find("gates below -2"), std::string::npos);
+  EXPECT_NE(s.find("rank  id      token"), std::string::npos);
+  EXPECT_NE(s.find("greedy: the argmax"), std::string::npos);
+  EXPECT_NE(s.find("step 1 (decode) · layer 2 · FFN"), std::string::npos);
+  EXPECT_NE(s.find("T = 1 new token(s) this step, S = 6 key positions (5 already in the KV cache)"), std::string::npos);
+}
+
+TEST(Step, SamplingPagesShowTheCutAndTheDraw) {
+  TempDir dir;
+  const std::string out = dir.file("out.txt");
+  int rc = std::system((kTrace + " --model " + kTiny + " " + kPrompt +
+                        " --max-new-tokens 1 --do-sample --temperature 0.7 --top-k 5 --top-p 0.9 --seed 3 --step "
+                        "--hooks 'tokens.*,embed,layers.*.resid_post,logits,sample.*' < /dev/null > '" + out + "' 2>/dev/null")
+                           .c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 0);
+  const std::string s = read_text(out);
+  EXPECT_NE(s.find("temperature 0.7, top-k 5, top-p 0.9, seed 3"), std::string::npos) << s;
+  EXPECT_NE(s.find("draw u = "), std::string::npos);
+  EXPECT_NE(s.find(" cut\n"), std::string::npos);   // top-k 5 cuts the other candidates
+  EXPECT_NE(s.find("chosen: "), std::string::npos);
+  EXPECT_NE(s.find("(ffn hooks not traced)"), std::string::npos);   // pages say what is missing
+}
+
+TEST(Step, InATerminalEnterAdvancesNSkipsALayerAndQQuits) {
+  ASSERT_TRUE(std::filesystem::exists(kTrace));
+  TempDir dir;
+  const std::string trace = dir.file("walk.h5");
+  Pty t({kTrace, "--model", kTiny, "--prompt-ids", "42,308,333,746,3", "--max-new-tokens", "2", "--step", "--out", trace});
+  ASSERT_TRUE(t.started());
+  EXPECT_NE(t.page_then('\n').find("=== tokenizer ==="), std::string::npos);
+  EXPECT_NE(t.page_then('\n').find("step 0 (prefill) · tokens, positions and masks"), std::string::npos);
+  // `n` on a page before the layers: straight to layer 0
+  EXPECT_NE(t.page_then('n').find("step 0 (prefill) · embeddings"), std::string::npos);
+  EXPECT_NE(t.page_then('n').find("step 0 (prefill) · layer 0 · q/k before and after RoPE"), std::string::npos);
+  // `n` in layer 0: its attention and FFN pages are skipped
+  std::string p = t.page_then('\n');
+  EXPECT_NE(p.find("step 0 (prefill) · layer 1 · q/k before and after RoPE"), std::string::npos) << p;
+  EXPECT_EQ(p.find("layer 0 · attention"), std::string::npos);
+  EXPECT_NE(t.page_then('q').find("step 0 (prefill) · layer 1 · attention"), std::string::npos);
+  EXPECT_EQ(t.wait_exit(), 0);
+  EXPECT_NE(t.out.find("(quit)"), std::string::npos);
+  // Quitting leaves no trace file behind (writes are atomic).
+  EXPECT_FALSE(std::filesystem::exists(trace));
+  EXPECT_FALSE(std::filesystem::exists(trace + ".partial"));
+}
+
+TEST(Step, InATerminalTheWalkRunsToTheEnd) {
+  Pty t({kTrace, "--model", kTiny, "--prompt-ids", "5,6,7", "--max-new-tokens", "2", "--step"});
+  ASSERT_TRUE(t.started());
+  // `s` skips the rest of the prefill; the decode step starts at its inputs.
+  EXPECT_NE(t.page_then('\n').find("=== tokenizer ==="), std::string::npos);
+  EXPECT_NE(t.page_then('s').find("step 0 (prefill) · tokens"), std::string::npos);
+  EXPECT_NE(t.page_then('s').find("step 1 (decode) · tokens"), std::string::npos);
+  EXPECT_EQ(t.wait_exit(), 0);
+  EXPECT_NE(t.out.find("=== end of the walk: 3 pages ==="), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("row 0: "), std::string::npos);   // the generated ids, as without --step
+}
+
+TEST(Step, ShadeGridDrawsMaskedAndWeights) {
+  std::vector<double> v = {1.0, NAN, 0.5, 0.01};
+  std::string g = shade_grid(v, 2, 2, {"q0", "q1"}, 0);
+  EXPECT_NE(g.find("q0 |██··|"), std::string::npos) << g;
+  EXPECT_NE(g.find("q1 |▓▓  |"), std::string::npos) << g;
+}

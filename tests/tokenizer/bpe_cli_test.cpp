@@ -1,0 +1,135 @@
+// lmscope-bpe as a user runs it: --json fields, --decode, --chat, --h5, --bench, and bad
+// input as one line on stderr with exit status 1.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "io/hdf5.h"
+#include "tests/test_util.h"
+#include "tests/tokenizer/tok_test_util.h"
+
+using namespace lmscope;
+using namespace lmscope::tok_test;
+
+namespace {
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+CliRun run(const std::string& args) {
+  testing_util::TempDir tmp;
+  std::string cmd = kBin + "/lmscope-bpe " + args + " > " + tmp.file("out") + " 2> " + tmp.file("err");
+  int status = std::system(cmd.c_str());
+  CliRun r;
+  if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
+  r.out = read_text(tmp.file("out"));
+  r.err = read_text(tmp.file("err"));
+  return r;
+}
+
+std::string q(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+const std::string kQwen = kRoot + "/golden/tokenizers/qwen-bpe";
+
+TEST(BpeCli, JsonHasIdsTokensAndWordsWithMerges) {
+  const nlohmann::json& sample = refs("qwen-bpe")["sample"];
+  CliRun r = run("--tokenizer " + kQwen + " --json " + q(sample["text"].get<std::string>()));
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ids"], sample["ids"]);
+  EXPECT_EQ(j["tokens"], sample["tokens"]);   // HF Encoding.tokens
+  ASSERT_TRUE(j["words"].is_array());
+  std::vector<int32_t> concat;
+  size_t merges = 0;
+  for (const auto& w : j["words"]) {
+    ASSERT_TRUE(w["text"].is_string());
+    ASSERT_TRUE(w["merges"].is_array());
+    for (const auto& m : w["merges"]) {
+      EXPECT_TRUE(m["left"].is_string());
+      EXPECT_TRUE(m["right"].is_string());
+      EXPECT_TRUE(m["rank"].is_number_integer());
+      const tok::Tokenizer& t = tokenizer("qwen-bpe");
+      EXPECT_EQ(t.token_text(m["merged_id"].get<int32_t>()),
+                t.token_text(m["left_id"].get<int32_t>()) + t.token_text(m["right_id"].get<int32_t>()));
+      ++merges;
+    }
+    for (const auto& id : w["ids"]) concat.push_back(id.get<int32_t>());
+  }
+  EXPECT_GT(merges, 0u);
+  EXPECT_EQ(nlohmann::json(concat), j["ids"]);
+}
+
+TEST(BpeCli, ReadableTextShowsTheMerges) {
+  CliRun r = run("--tokenizer " + kQwen + " " + q("中华人民共和国成立于 1949 年。"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"中华\" + \"人民\" -> \"中华人民\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("11 ids: 105492,104773,106337,220,16,24,19,24,74577,112,1773"), std::string::npos) << r.out;
+}
+
+TEST(BpeCli, DecodeAndFileInput) {
+  CliRun r = run("--tokenizer " + kQwen + " --decode 105492,104773,106337");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "中华人民共和国成立于\n");
+  r = run("--tokenizer " + kQwen + " --json --decode 151644,872,151645 --skip-special");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["text"], "user");
+
+  testing_util::TempDir tmp;
+  std::ofstream(tmp.file("in.txt")) << "line one\nline two";
+  r = run("--tokenizer " + kQwen + " --json --file " + tmp.file("in.txt"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["ids"].get<std::vector<int32_t>>(), tokenizer("qwen-bpe").encode("line one\nline two"));
+}
+
+TEST(BpeCli, ChatAppliesTheTemplate) {
+  CliRun r = run("--tokenizer " + kRoot + "/golden/tokenizers/deepseek-v3-bpe --json --chat --chat-format deepseek-r1 Hi");
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["text"], "<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜><think>\n");
+  EXPECT_EQ(j["ids"][0], 0);   // BOS comes from the template, not the post-processor
+  r = run("--tokenizer " + kQwen + " --json --chat --system " + q("Be brief.") + " " + q("What is BPE?"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["text"],
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhat is BPE?<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(BpeCli, WritesAnHdf5TraceAndBenchmarks) {
+  testing_util::TempDir tmp;
+  CliRun r = run("--tokenizer " + kQwen + " --h5 " + tmp.file("t.h5") + " hello");
+  ASSERT_EQ(r.code, 0) << r.err;
+  h5::File f = h5::File::open_read(tmp.file("t.h5"));
+  EXPECT_EQ(f.root().open_dataset("tokenizer/row_0/text").read_strings()[0], "hello");
+  EXPECT_EQ(f.root().attr_int("complete"), 1);
+
+  std::ofstream(tmp.file("b.txt")) << "some text to time\nand another line 12345\n";
+  r = run("--tokenizer " + kQwen + " --bench --repeat 2 --file " + tmp.file("b.txt"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["mb_per_s"].get<double>(), 0.0);
+  EXPECT_EQ(j["lines"], 3);
+}
+
+TEST(BpeCli, BadInputIsOneLineAndExit1) {
+  auto expect_error = [](const CliRun& r, const std::vector<std::string>& needles) {
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "missing '" << n << "' in " << r.err;
+  };
+  testing_util::TempDir tmp;
+  std::ofstream(tmp.file("bad.txt")) << "ok\xFF";
+  expect_error(run("--tokenizer " + kQwen + " --file " + tmp.file("bad.txt")), {"lmscope-bpe: error:", "byte offset 2"});
+  expect_error(run("--tokenizer /nonexistent hello"), {"/nonexistent", "does not exist"});
+  expect_error(run("--tokenizer " + kQwen + " --decode 1,x"), {"--decode", "'x'"});
+  expect_error(run("--tokenizer " + kQwen + " --decode 999999"), {"999999", "not in the vocabulary"});
+  expect_error(run("--tokenizer " + kRoot + "/golden/models/tiny-qwen2 --chat hi"), {"chat template", "--chat-format"});
+  expect_error(run("--tokenizer " + kQwen + " --chat --chat-format llama hi"), {"--chat-format", "llama"});
+  expect_error(run("--tokenizer " + kQwen), {"nothing to tokenize"});
+}
+
+}  // namespace

@@ -1,0 +1,115 @@
+// The model and prompt options shared by the experiment tools (lmscope-padding, lmscope-cache):
+// a model path (whatever load_model takes), prompts as token ids or as text encoded by the
+// model's tokenizer, optionally wrapped in the chat template.
+//
+//   --model golden/models/tiny-qwen2 --prompt-ids 1,2,3 --prompt-ids 4,5
+//   --model golden/models/tiny-qwen2 --prompt "Hello" --prompt "I love pizza" --chat --chat-format chatml
+#pragma once
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "experiments/run.h"
+#include "model/load_model.h"
+#include "model/special_tokens.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+#include "tools/cli_common.h"
+
+namespace lmscope::cli {
+
+struct ModelArgs {
+  std::string model, backend = "cpu", dtype = "f32";
+  std::vector<std::string> prompt_ids, prompts;
+  bool chat = false;
+  std::string chat_format = "template";
+  int pad_override = -1;
+
+  void add_to(CLI::App& app) {
+    app.add_option("--model", model, "model: a Hugging Face directory (config.json + safetensors) or a .gguf file")
+        ->required();
+    app.add_option("--prompt-ids", prompt_ids, "a prompt as token ids, e.g. 1,2,3 (repeat for more prompts)");
+    app.add_option("--prompt", prompts, "a prompt as text, encoded by the model's tokenizer (repeat for more)");
+    app.add_flag("--chat", chat, "wrap each --prompt as a user message in the chat template");
+    app.add_option("--chat-format", chat_format, "template (the tokenizer's own), chatml or deepseek-r1")
+        ->capture_default_str();
+    app.add_option("--pad-id", pad_override, "pad token id (default: generation_config/config, else eos)");
+    app.add_option("--backend", backend, "cpu, cuda or auto (cuda when a device is usable)")->capture_default_str();
+    app.add_option("--dtype", dtype, "compute dtype: f32, or bf16 (cuda)")->capture_default_str();
+  }
+};
+
+struct ToolModel {
+  LoadedModel loaded;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Decoder> decoder;
+  SpecialTokens special;
+  std::optional<tok::Tokenizer> tokenizer;
+  ModelContext ctx;
+  std::vector<std::vector<int32_t>> prompts;   // in the order: --prompt-ids, then --prompt
+  std::vector<std::string> prompt_texts;       // text for display ("" where only ids were given)
+};
+
+// The model's tokenizer, when the model directory holds a tokenizer.json.
+// (GGUF files carry their tokenizer in the metadata: wired with the GGUF tokenizer.)
+inline std::optional<tok::Tokenizer> load_tool_tokenizer(const std::string& model_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(model_path, ec) && fs::exists(fs::path(model_path) / "tokenizer.json", ec))
+    return tok::Tokenizer::load(model_path);
+  return std::nullopt;
+}
+
+inline std::unique_ptr<ToolModel> load_tool_model(const ModelArgs& a, int argc, char** argv, bool need_prompts = true) {
+  auto m = std::make_unique<ToolModel>();
+  m->loaded = load_model(a.model);
+  m->backend = make_backend(a.backend, a.dtype);
+  m->decoder = std::make_unique<Decoder>(m->loaded.cfg, m->loaded.weights, *m->backend);
+  m->special = resolve_special_tokens(m->loaded.cfg, a.model);
+  if (a.pad_override >= 0) m->special.pad_id = a.pad_override;
+  m->tokenizer = load_tool_tokenizer(a.model);
+  m->ctx.decoder = m->decoder.get();
+  m->ctx.model_path = a.model;
+  m->ctx.command_line = command_line(argc, argv);
+  m->ctx.producer = std::string("lmscope ") + LMSCOPE_VERSION;
+  if (m->tokenizer) {
+    const tok::Tokenizer* t = &*m->tokenizer;
+    m->ctx.detokenize = [t](const std::vector<int32_t>& ids) {
+      try {
+        return t->decode(ids);
+      } catch (const std::exception&) {   // an id outside the vocabulary: show the ids
+        std::string s;
+        for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+        return s;
+      }
+    };
+  }
+  for (const std::string& p : a.prompt_ids) {
+    m->prompts.push_back(parse_ids(p, "--prompt-ids"));
+    m->prompt_texts.push_back(m->tokenizer ? m->ctx.text(m->prompts.back()) : "");
+  }
+  if (!a.prompts.empty() && !m->tokenizer)
+    throw std::runtime_error("--prompt: no tokenizer.json beside the model '" + a.model + "'; give --prompt-ids");
+  if (a.chat && a.prompts.empty()) throw std::runtime_error("--chat formats --prompt text; no --prompt given");
+  for (const std::string& p : a.prompts) {
+    std::string text = p;
+    if (a.chat)
+      text = tok::format_chat(*m->tokenizer, {tok::ChatMessage{"user", p}}, true, tok::parse_chat_format(a.chat_format));
+    m->prompts.push_back(m->tokenizer->encode(text, !a.chat));
+    if (m->prompts.back().empty()) throw std::runtime_error("--prompt '" + p + "' encodes to no tokens");
+    m->prompt_texts.push_back(p);
+  }
+  if (need_prompts && m->prompts.empty()) throw std::runtime_error("no prompt: give --prompt-ids or --prompt");
+  for (const auto& p : m->prompts)
+    for (int32_t id : p)
+      if (id >= m->loaded.cfg.vocab_size)
+        throw std::runtime_error("token id " + std::to_string(id) + " is outside the vocabulary (" +
+                                 std::to_string(m->loaded.cfg.vocab_size) + ")");
+  return m;
+}
+
+}  // namespace lmscope::cli
