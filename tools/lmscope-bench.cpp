@@ -24,6 +24,7 @@
 #include "backend/cuda/cuda_backend.h"
 #endif
 #include "generate/generator.h"
+#include "model/load_model.h"
 #include "model/random_weights.h"
 #include "tools/cli_common.h"
 #include "trace/select.h"
@@ -123,7 +124,7 @@ int main(int argc, char** argv) {
   int prompt_len = 64, decode = 32, repeats = 3, batch = 1;
   std::string dtype = "f32", loop = "generate";
   bool roofline = false;
-  app.add_option("--model", model, "synthetic:tiny, synthetic:smollm2, synthetic:deepseek-r1-1.5b or a model directory")
+  app.add_option("--model", model, "synthetic:tiny, synthetic:smollm2, synthetic:deepseek-r1-1.5b, a model directory or a .gguf file")
       ->capture_default_str();
   app.add_option("--prompt-len", prompt_len)->capture_default_str();
   app.add_option("--decode", decode, "decode steps after the prefill")->capture_default_str();
@@ -154,9 +155,10 @@ int main(int argc, char** argv) {
     } else if (model == "synthetic:deepseek-r1-1.5b") {
       cfg = deepseek_r1_distill_qwen_1_5b_shapes();
       w = random_weights(cfg, 1, 0.02f);
-    } else {
-      cfg = load_model_config(model);
-      w = load_weights(cfg, model);
+    } else {   // a model directory or a .gguf file
+      LoadedModel m = load_model(model);
+      cfg = m.cfg;
+      w = m.weights;
     }
     Decoder decoder(cfg, w, *backend);
 

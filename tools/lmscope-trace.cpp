@@ -2,6 +2,7 @@
 // chosen hooks to an HDF5 trace (docs/trace-format.md).
 //
 //   lmscope-trace --model golden/models/tiny-qwen2 --prompt-ids 5,6,7 --max-new-tokens 8 --out a.h5
+//   lmscope-trace --model models/SmolLM2-135M-Instruct.Q4_1.gguf --chat --prompt "What is the capital of France?"
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <unistd.h>
@@ -16,19 +17,20 @@
 #include "experiments/stepper.h"
 #include "tools/cli_common.h"
 #include "tools/model_args.h"   // load_tool_tokenizer (token text on the --step pages)
+#include "tokenizer/decoder.h"
+#include "tokenizer/encode_trace.h"
 #include "trace/trace_writer.h"
 
 using namespace lmscope;
 
 int main(int argc, char** argv) {
   CLI::App app{"lmscope-trace: run prompts through the model and dump hooks to HDF5"};
-  std::string model_dir, padding = "left", hooks = "*", layers, out, backend_name = "cpu";
-  std::vector<std::string> prompt_ids;
-  int max_new = 16, audit_top = 10, pad_override = -1, compress = 0;
+  cli::ModelArgs margs;   // --model, --prompt-ids, --prompt, --chat, --chat-format, --pad-id, --backend, --dtype
+  std::string padding = "left", hooks = "*", layers, out;
+  int max_new = 16, audit_top = 10, compress = 0;
   bool no_cache = false, quiet = false;
   SamplingConfig sc;
-  app.add_option("--model", model_dir, "Hugging Face model directory (config.json + safetensors)")->required();
-  app.add_option("--prompt-ids", prompt_ids, "prompt as token ids, e.g. 1,2,3 (repeat for a batch)")->required();
+  margs.add_to(app);
   app.add_option("--padding-side", padding, "left or right")->capture_default_str();
   app.add_option("--max-new-tokens", max_new, "tokens to generate")->capture_default_str();
   app.add_flag("--no-cache", no_cache, "recompute the whole sequence every step (HF use_cache=False)");
@@ -39,16 +41,11 @@ int main(int argc, char** argv) {
   app.add_option("--repetition-penalty", sc.repetition_penalty, "1 = off")->capture_default_str();
   app.add_option("--seed", sc.seed)->capture_default_str();
   app.add_option("--audit-top", audit_top, "candidates kept in the sampling audit")->capture_default_str();
-  app.add_option("--pad-id", pad_override, "pad token id (default: generation_config/config, else eos)");
   app.add_option("--hooks", hooks, "comma-separated globs of hook names (docs/hooks.md)")->capture_default_str();
   app.add_option("--layers", layers, "layer ranges for layers.* and kv.* hooks, e.g. 0-3,7");
   app.add_option("--out", out, "HDF5 trace to write");
   app.add_option("--compress", compress, "gzip level 1-9 for datasets over 64 KiB (0 = raw, fastest)")
       ->check(CLI::Range(0, 9))
-      ->capture_default_str();
-  app.add_option("--backend", backend_name, "cpu, cuda or auto (cuda when a device is usable)")->capture_default_str();
-  std::string dtype = "f32";
-  app.add_option("--dtype", dtype, "compute dtype: f32, or bf16 (cuda: bf16 matmuls, float32 accumulation)")
       ->capture_default_str();
   app.add_flag("-q,--quiet", quiet, "no progress lines");
   bool step_mode = false;
@@ -62,30 +59,44 @@ int main(int argc, char** argv) {
   return cli::run_tool("lmscope-trace", [&] {
     using clock = std::chrono::steady_clock;
     auto t0 = clock::now();
-    if (!quiet) std::fprintf(stderr, "loading %s ...", model_dir.c_str());
-    ModelConfig cfg = load_model_config(model_dir);
-    Weights weights = load_weights(cfg, model_dir);
-    auto backend = make_backend(backend_name, dtype);
-    Decoder decoder(cfg, weights, *backend);
+    if (!quiet) std::fprintf(stderr, "loading %s ...", margs.model.c_str());
+    std::unique_ptr<cli::ToolModel> tm = cli::load_tool_model(margs, argc, argv);
+    const ModelConfig& cfg = tm->loaded.cfg;
+    Decoder& decoder = *tm->decoder;
+    Backend* backend = tm->backend.get();
     if (!quiet)
-      std::fprintf(stderr, " %d layers, D=%d, H=%d/%d, V=%d (%.2f s)\n", cfg.num_layers, cfg.hidden_size,
-                   cfg.num_heads, cfg.num_kv_heads, cfg.vocab_size,
+      std::fprintf(stderr, " %s, %d layers, D=%d, H=%d/%d, V=%d (%.2f s)\n", tm->loaded.source_kind.c_str(),
+                   cfg.num_layers, cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.vocab_size,
                    std::chrono::duration<double>(clock::now() - t0).count());
 
     GenerateOptions opt;
-    for (const std::string& p : prompt_ids) opt.prompts.push_back(cli::parse_ids(p, "--prompt-ids"));
+    opt.prompts = tm->prompts;
     opt.padding_side = parse_padding_side(padding);
     opt.max_new_tokens = max_new;
     opt.use_cache = !no_cache;
     sc.audit_top = audit_top;
     opt.sampling = sc;
-    SpecialTokens st = resolve_special_tokens(cfg, model_dir);
-    opt.pad_id = pad_override >= 0 ? pad_override : st.pad_id;
-    opt.eos_ids = st.eos_ids;
-    if (!quiet)
+    opt.pad_id = tm->special.pad_id;
+    opt.eos_ids = tm->special.eos_ids;
+    // One prompt with a tokenizer: stream the answer as it is generated (never half a UTF-8
+    // character). Otherwise a progress line.
+    const tok::Tokenizer* tokenizer = tm->tokenizer ? &*tm->tokenizer : nullptr;
+    std::unique_ptr<tok::IncrementalDecoder> stream;
+    if (tokenizer && opt.prompts.size() == 1) {
+      stream = std::make_unique<tok::IncrementalDecoder>([tokenizer](int32_t id, std::string& bytes) {
+        if (!tokenizer->is_special(id)) bytes += tokenizer->token_bytes(id);
+      });
+      if (!quiet && !tm->prompt_texts[0].empty()) std::fprintf(stderr, "prompt: %s\n", tm->prompt_texts[0].c_str());
+      opt.on_step = [&](int, const std::vector<int32_t>& toks) {
+        std::string piece = stream->push(toks[0]);
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+      };
+    } else if (!quiet) {
       opt.on_step = [&](int step, const std::vector<int32_t>& toks) {
         std::fprintf(stderr, "\rstep %d/%d: %s   ", step + 1, max_new, cli::join_ids(toks).c_str());
       };
+    }
 
     HookSet hook_set(hooks, layers, cfg.num_layers);
     std::unique_ptr<TraceWriter> writer;
@@ -102,7 +113,7 @@ int main(int argc, char** argv) {
       so.interactive = ::isatty(0) && ::isatty(1);
       so.row = step_row;
       so.sampling = opt.sampling;
-      std::optional<tok::Tokenizer> tk = cli::load_tool_tokenizer(model_dir);
+      std::optional<tok::Tokenizer> tk = cli::load_tool_tokenizer(margs.model);
       if (tk) {
         auto shared = std::make_shared<tok::Tokenizer>(std::move(*tk));
         so.token_text = [shared](int32_t id) {
@@ -132,7 +143,13 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (stepper) stepper->finish();
-    if (!quiet) std::fprintf(stderr, "\n");
+    if (stream) {
+      std::string rest = stream->finish();
+      std::fwrite(rest.data(), 1, rest.size(), stdout);
+      std::printf("\n");
+    } else if (!quiet) {
+      std::fprintf(stderr, "\n");
+    }
 
     if (writer) {
       nlohmann::json prompts = opt.prompts;
@@ -141,7 +158,7 @@ int main(int argc, char** argv) {
       writer->set_root_attr("format", std::string("lmscope-trace"));
       writer->set_root_attr("format_version", int64_t(1));
       writer->set_root_attr("producer", std::string("lmscope ") + LMSCOPE_VERSION);
-      writer->set_root_attr("model_path", model_dir);
+      writer->set_root_attr("model_path", margs.model);
       writer->set_root_attr("config_json", cfg.json_text);
       writer->set_root_attr("backend", backend->name());
       writer->set_root_attr("compute_dtype", backend->compute_dtype());
@@ -161,10 +178,14 @@ int main(int argc, char** argv) {
       std::vector<int32_t> gen;
       for (const auto& row : res.new_tokens) gen.insert(gen.end(), row.begin(), row.end());
       writer->write_root_dataset("generated_ids", {B, N}, gen.data());
+      for (size_t b = 0; b < tm->encode_traces.size(); ++b)   // /tokenizer/row_B: how text became ids
+        if (tm->encode_traces[b]) write_tokenizer_trace(*writer, int(b), *tm->encode_traces[b], *tokenizer);
       writer->commit();
     }
-    for (size_t b = 0; b < res.new_tokens.size(); ++b)
+    for (size_t b = 0; b < res.new_tokens.size(); ++b) {
       std::printf("row %zu: %s\n", b, cli::join_ids(res.new_tokens[b]).c_str());
+      if (tokenizer && !stream) std::printf("row %zu text: %s\n", b, tokenizer->decode(res.new_tokens[b], true).c_str());
+    }
     if (!quiet) {
       std::fprintf(stderr, "prefill %lld tokens in %.3f s, decode %lld tokens in %.3f s", (long long)res.prefill_tokens,
                    res.prefill_seconds, (long long)res.decode_tokens, res.decode_seconds);

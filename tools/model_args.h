@@ -17,6 +17,7 @@
 #include "model/load_model.h"
 #include "model/special_tokens.h"
 #include "tokenizer/chat.h"
+#include "tokenizer/encode_trace.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/cli_common.h"
 
@@ -52,15 +53,17 @@ struct ToolModel {
   ModelContext ctx;
   std::vector<std::vector<int32_t>> prompts;   // in the order: --prompt-ids, then --prompt
   std::vector<std::string> prompt_texts;       // text for display ("" where only ids were given)
+  std::vector<std::optional<EncodeTrace>> encode_traces;   // per prompt: the merges (--prompt only)
 };
 
 // The model's tokenizer, when the model directory holds a tokenizer.json.
-// (GGUF files carry their tokenizer in the metadata: wired with the GGUF tokenizer.)
+// or, for a .gguf file, the tokenizer in its metadata.
 inline std::optional<tok::Tokenizer> load_tool_tokenizer(const std::string& model_path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(model_path, ec) && fs::exists(fs::path(model_path) / "tokenizer.json", ec))
     return tok::Tokenizer::load(model_path);
+  if (is_gguf_path(model_path)) return tok::Tokenizer::load(model_path);   // tokenizer.ggml.* metadata
   return std::nullopt;
 }
 
@@ -91,15 +94,18 @@ inline std::unique_ptr<ToolModel> load_tool_model(const ModelArgs& a, int argc, 
   for (const std::string& p : a.prompt_ids) {
     m->prompts.push_back(parse_ids(p, "--prompt-ids"));
     m->prompt_texts.push_back(m->tokenizer ? m->ctx.text(m->prompts.back()) : "");
+    m->encode_traces.emplace_back();
   }
   if (!a.prompts.empty() && !m->tokenizer)
-    throw std::runtime_error("--prompt: no tokenizer.json beside the model '" + a.model + "'; give --prompt-ids");
+    throw std::runtime_error("--prompt: no tokenizer.json beside the model '" + a.model + "' (nor a GGUF tokenizer); give --prompt-ids");
   if (a.chat && a.prompts.empty()) throw std::runtime_error("--chat formats --prompt text; no --prompt given");
   for (const std::string& p : a.prompts) {
     std::string text = p;
     if (a.chat)
       text = tok::format_chat(*m->tokenizer, {tok::ChatMessage{"user", p}}, true, tok::parse_chat_format(a.chat_format));
-    m->prompts.push_back(m->tokenizer->encode(text, !a.chat));
+    EncodeTrace et;
+    m->prompts.push_back(m->tokenizer->encode(text, !a.chat, &et));
+    m->encode_traces.push_back(std::move(et));
     if (m->prompts.back().empty()) throw std::runtime_error("--prompt '" + p + "' encodes to no tokens");
     m->prompt_texts.push_back(p);
   }

@@ -169,6 +169,10 @@ CompareReport compare_aligned(const TraceReader& a, const TraceReader& ref, cons
     std::unordered_set<std::string> in_a(ha.begin(), ha.end()), in_ref(hb.begin(), hb.end());
     const std::vector<int32_t> mask_a = strip ? row_mask_at(a, step, al.row_a) : std::vector<int32_t>();
     const std::vector<int32_t> mask_ref = strip ? row_mask_at(ref, step, al.row_ref) : std::vector<int32_t>();
+    if (strip && (mask_a.empty() || mask_ref.empty()))
+      throw std::runtime_error("row alignment strips pads through tokens.attention_mask, and step " + std::to_string(step) +
+                               " of '" + (mask_a.empty() ? a.path() : ref.path()) +
+                               "' has none for that row (trace it: --hooks '...,tokens.attention_mask')");
     std::optional<HookData> ref_mask;   // pad rule of the plain comparison
     if (!strip && ref.has_hook(step, "tokens.attention_mask")) ref_mask = ref.read(step, "tokens.attention_mask");
 

@@ -405,7 +405,8 @@ void judge_cache(CacheReport& r) {
 CacheReport run_cache_experiment(const ModelContext& m, const CacheOptions& opt) {
   if (opt.prompts.empty()) throw std::runtime_error("no prompt");
   const ModelConfig& cfg = m.cfg();
-  HookSet hooks(opt.hooks, opt.layers, cfg.num_layers);
+  // The pad rule (pad query rows and key columns are not compared) needs the attention mask.
+  HookSet hooks((opt.hooks.empty() ? std::string("*") : opt.hooks) + ",tokens.attention_mask", opt.layers, cfg.num_layers);
   CacheReport rep;
   rep.fault = opt.fault;
   rep.timing_repeats = opt.timing ? std::max(1, opt.timing_repeats) : 0;
@@ -535,6 +536,7 @@ std::string cache_report_json(const CacheReport& r, const ModelContext& m) {
          {"kv_bytes_per_position", r.kv_bytes_per_position},
          {"kv_positions_filled", r.kv_positions_filled},
          {"seconds", {{"cached", r.seconds_cached}, {"uncached", r.seconds_uncached}}},
+         {"timing_repeats", r.timing_repeats},
          {"batch", r.batch},
          {"prompt_tokens", r.prompt_len},
          {"compute_dtype", r.tol.dtype},

@@ -187,7 +187,8 @@ PaddingReport run_padding_experiment(const ModelContext& m, const PaddingOptions
   if (opt.out_dir.empty()) throw std::runtime_error("no output directory for the traces");
   std::filesystem::create_directories(opt.out_dir);
   const ModelConfig& cfg = m.cfg();
-  HookSet hooks(opt.hooks, opt.layers, cfg.num_layers);
+  // The alignment strips pads through tokens.attention_mask: it is always traced.
+  HookSet hooks((opt.hooks.empty() ? std::string("*") : opt.hooks) + ",tokens.attention_mask", opt.layers, cfg.num_layers);
 
   PaddingReport rep;
   rep.num_layers = cfg.num_layers;

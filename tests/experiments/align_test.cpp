@@ -102,6 +102,11 @@ TEST_F(AlignCli, APaddedRowAgainstItsSoloRun) {
   RunResult bad = run(kDiff + " " + left + " " + solo + " --row 5");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("--row 5: A has 2 rows"), std::string::npos) << bad.err;
+  // Without the attention mask there is nothing to strip the pads with: said, not guessed.
+  const std::string nomask = trace("nomask.h5", a + " " + b + " --max-new-tokens 3 --padding-side right --hooks logits");
+  RunResult nm = run(kDiff + " " + nomask + " " + solo + " --row 0 --hooks logits");
+  EXPECT_EQ(nm.code, 2) << nm.out;
+  EXPECT_NE(nm.err.find("row alignment strips pads through tokens.attention_mask"), std::string::npos) << nm.err;
 }
 
 TEST_F(AlignCli, CachedAgainstUncachedAtTheLastPosition) {
@@ -137,6 +142,16 @@ TEST_F(AlignCli, PaddingToolJsonAndErrors) {
                        dir.file("pad2"));
   EXPECT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("first new token predicted from the PAD at column 2"), std::string::npos) << text.out;
+  // A subset of hooks: the mask is traced anyway, so the rows still line up.
+  RunResult sub = run(kPadding + " --model " + kTiny + " --prompt-ids 1,2,3 --prompt-ids 4,5,6,7,8 --max-new-tokens 4" +
+                      " --hooks 'layers.*.resid_post,logits,sample.*' --layers 0-1 --modes left,right_hf --json --out-dir " +
+                      dir.file("pad5"));
+  ASSERT_EQ(sub.code, 0) << sub.err;
+  nlohmann::json js = nlohmann::json::parse(sub.out);
+  EXPECT_TRUE(js["rows"][0]["modes"]["left"]["matches_solo"].get<bool>());
+  EXPECT_EQ(js["rows"][0]["modes"]["right_hf"]["first_divergence"]["step"], 0);
+  EXPECT_EQ(js["rows"][0]["modes"]["right_hf"]["first_divergence"]["hook"].get<std::string>().rfind("sample.", 0), 0u)
+      << js["rows"][0]["modes"]["right_hf"]["first_divergence"];
   RunResult one = run(kPadding + " --model " + kTiny + " --prompt-ids 1,2,3 --out-dir " + dir.file("pad3"));
   EXPECT_EQ(one.code, 1);
   EXPECT_EQ(one.err, "lmscope-padding: error: the padding experiment needs at least two prompts\n");
