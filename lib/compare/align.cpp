@@ -235,12 +235,7 @@ CompareReport compare_aligned(const TraceReader& a, const TraceReader& ref, cons
   if (rep.results.empty() && rep.only_in_a.empty())
     throw std::runtime_error("nothing to compare: no hook of '" + ref.path() + "' matches the selected steps/hooks");
   compare_generated_rows(a, ref, al, rep);
-  for (size_t i = 0; i < rep.results.size(); ++i)
-    if (!rep.results[i].pass) {
-      rep.first_failure = i;
-      break;
-    }
-  rep.pass = !rep.first_failure && rep.generated_equal;
+  conclude(rep);
   return rep;
 }
 

@@ -185,14 +185,18 @@ CompareReport compare_traces(const TraceReader& a, const TraceReader& ref, const
   if (rep.results.empty() && rep.only_in_a.empty())
     throw std::runtime_error("nothing to compare: no hook of '" + ref.path() + "' matches the selected steps/hooks");
   compare_generated(a, ref, rep);
-  for (size_t i = 0; i < rep.results.size(); ++i) {
+  conclude(rep);
+  return rep;
+}
+
+void conclude(CompareReport& rep) {
+  rep.first_failure.reset();
+  for (size_t i = 0; i < rep.results.size(); ++i)
     if (!rep.results[i].pass) {
       rep.first_failure = i;
       break;
     }
-  }
   rep.pass = !rep.first_failure && rep.generated_equal;
-  return rep;
 }
 
 }  // namespace lmscope

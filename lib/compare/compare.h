@@ -60,4 +60,8 @@ HookResult compare_hook_data(int step, const std::string& hook, const HookData& 
 // Throws std::runtime_error (one line) when the options select nothing to compare.
 CompareReport compare_traces(const TraceReader& a, const TraceReader& ref, const CompareOptions& opts);
 
+// Sets first_failure (the first failing result, in report order) and pass (no failure and
+// equal generated ids) once the results are in.
+void conclude(CompareReport& rep);
+
 }  // namespace lmscope

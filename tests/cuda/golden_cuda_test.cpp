@@ -14,6 +14,8 @@
 // table; LMSCOPE_PRINT_BF16_ERRORS=1 prints the measured errors.
 #include <gtest/gtest.h>
 
+#include "tests/golden_manifest.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -38,31 +40,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The repository root: the build's, unless LMSCOPE_SOURCE_DIR says otherwise (a test binary
-// built on one machine and run from another checkout, as scripts/gpu-check.sh does).
-const std::string kRoot = std::getenv("LMSCOPE_SOURCE_DIR") ? std::getenv("LMSCOPE_SOURCE_DIR") : LMSCOPE_SOURCE_DIR;
-
-nlohmann::json manifest() {
-  std::ifstream f(kRoot + "/golden/traces/manifest.json");
-  if (!f) return nlohmann::json();
-  return nlohmann::json::parse(f);
-}
-
-std::vector<std::string> golden_names() {
-  std::vector<std::string> names;
-  const nlohmann::json m = manifest();
-  if (m.is_null()) return {"(no manifest)"};
-  for (const auto& t : m["traces"]) names.push_back(t["name"]);
-  return names;
-}
-
-nlohmann::json entry(const std::string& name) {
-  const nlohmann::json m = manifest();
-  if (m.is_null()) return m;
-  for (const auto& t : m["traces"])
-    if (t["name"] == name) return t;
-  return nlohmann::json();
-}
+const std::string& kRoot = golden::root();
+using golden::entry;
+using golden::manifest;
 
 // The CPU backend with the CUDA backend's bf16 rounding (see the file comment).
 class Bf16Emulation final : public Backend {
@@ -303,4 +283,4 @@ TEST_P(GoldenCuda, Bf16MatchesHuggingFaceAndTheBf16Emulation) {
   fs::remove(emu.trace);
 }
 
-INSTANTIATE_TEST_SUITE_P(Manifest, GoldenCuda, ::testing::ValuesIn(golden_names()), param_name);
+INSTANTIATE_TEST_SUITE_P(Manifest, GoldenCuda, ::testing::ValuesIn(golden::names()), param_name);

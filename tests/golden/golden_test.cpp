@@ -5,6 +5,8 @@
 // equal.
 #include <gtest/gtest.h>
 
+#include "tests/golden_manifest.h"
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -22,29 +24,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kRoot = LMSCOPE_SOURCE_DIR;
-
-nlohmann::json manifest() {
-  std::ifstream f(kRoot + "/golden/traces/manifest.json");
-  if (!f) return nlohmann::json();
-  return nlohmann::json::parse(f);
-}
-
-std::vector<std::string> golden_names() {
-  std::vector<std::string> names;
-  nlohmann::json m = manifest();
-  if (m.is_null()) return {"(no manifest)"};
-  for (const auto& t : m["traces"]) names.push_back(t["name"]);
-  return names;
-}
-
-nlohmann::json entry(const std::string& name) {
-  const nlohmann::json m = manifest();   // named: a range-for over a temporary's member dangles
-  if (m.is_null()) return m;
-  for (const auto& t : m["traces"])
-    if (t["name"] == name) return t;
-  return nlohmann::json();
-}
+const std::string& kRoot = golden::root();
+using golden::entry;
+using golden::manifest;
 
 fs::path temp_path(const std::string& stem) {
   fs::path dir = fs::temp_directory_path() / ("lmscope-golden-" + std::to_string(::getpid()));
@@ -104,7 +86,7 @@ TEST_P(Golden, EveryHookMatchesHuggingFace) {
   fs::remove(ours);
 }
 
-INSTANTIATE_TEST_SUITE_P(Manifest, Golden, ::testing::ValuesIn(golden_names()),
+INSTANTIATE_TEST_SUITE_P(Manifest, Golden, ::testing::ValuesIn(golden::names()),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n)
