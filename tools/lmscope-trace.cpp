@@ -147,6 +147,7 @@ int main(int argc, char** argv) {
       std::string rest = stream->finish();
       std::fwrite(rest.data(), 1, rest.size(), stdout);
       std::printf("\n");
+      std::fflush(stdout);   // the answer's line ends before stderr's summary starts
     } else if (!quiet) {
       std::fprintf(stderr, "\n");
     }
@@ -186,6 +187,7 @@ int main(int argc, char** argv) {
       std::printf("row %zu: %s\n", b, cli::join_ids(res.new_tokens[b]).c_str());
       if (tokenizer && !stream) std::printf("row %zu text: %s\n", b, tokenizer->decode(res.new_tokens[b], true).c_str());
     }
+    std::fflush(stdout);
     if (!quiet) {
       std::fprintf(stderr, "prefill %lld tokens in %.3f s, decode %lld tokens in %.3f s", (long long)res.prefill_tokens,
                    res.prefill_seconds, (long long)res.decode_tokens, res.decode_seconds);
