@@ -1,6 +1,7 @@
 // Shared by the trace and compare tests: a temporary directory and a small synthetic trace
 // shaped like a real one (left padding, prefill + one decode step, masked sentinels).
 #pragma once
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -40,6 +41,23 @@ inline std::string read_text(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// A command run through the shell with stdout and stderr captured (CLI tests).
+struct CliRun {
+  int code = -1;   // exit status; -1 when killed by a signal (a crash)
+  std::string out, err;
+};
+
+inline CliRun run_cli(const std::string& command) {
+  TempDir tmp;
+  const std::string cmd = command + " > " + tmp.file("out") + " 2> " + tmp.file("err");
+  const int status = std::system(cmd.c_str());
+  CliRun r;
+  if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
+  r.out = read_text(tmp.file("out"));
+  r.err = read_text(tmp.file("err"));
+  return r;
 }
 
 // Lets a test change a hook's values before they are written: (step, hook, values).

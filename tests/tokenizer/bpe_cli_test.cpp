@@ -13,21 +13,9 @@ using namespace lmscope::tok_test;
 
 namespace {
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
+using testing_util::CliRun;
 
-CliRun run(const std::string& args) {
-  testing_util::TempDir tmp;
-  std::string cmd = kBin + "/lmscope-bpe " + args + " > " + tmp.file("out") + " 2> " + tmp.file("err");
-  int status = std::system(cmd.c_str());
-  CliRun r;
-  if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
-  r.out = read_text(tmp.file("out"));
-  r.err = read_text(tmp.file("err"));
-  return r;
-}
+CliRun run(const std::string& args) { return testing_util::run_cli(kBin + "/lmscope-bpe " + args); }
 
 std::string q(const std::string& s) {
   std::string out = "'";

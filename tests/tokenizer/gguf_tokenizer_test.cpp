@@ -14,6 +14,7 @@
 
 #include "io/gguf.h"
 #include "tests/gguf/gguf_test_util.h"
+#include "tests/test_util.h"
 #include "tests/tokenizer/tok_test_util.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/gguf_tokenizer.h"
@@ -148,21 +149,9 @@ TEST(GgufTokenizerSmolLM2, LoadAcceptsTheGgufPath) {
   EXPECT_EQ(t.vocab_size(), 49152);
 }
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
+using testing_util::CliRun;
 
-CliRun run_bpe(const std::string& args) {
-  iotest::TempDir tmp;
-  std::string cmd = kBin + "/lmscope-bpe " + args + " > " + tmp.file("out") + " 2> " + tmp.file("err");
-  int status = std::system(cmd.c_str());
-  CliRun r;
-  if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
-  r.out = read_text(tmp.file("out"));
-  r.err = read_text(tmp.file("err"));
-  return r;
-}
+CliRun run_bpe(const std::string& args) { return testing_util::run_cli(kBin + "/lmscope-bpe " + args); }
 
 TEST(GgufTokenizerSmolLM2, BpeCliTakesTheGgufFile) {
   SKIP_WITHOUT_SMOLLM2();
