@@ -38,6 +38,10 @@ LMSCOPE_HD uint16_t f32_to_bf16(float f) {
   return uint16_t((bits + rounding_bias) >> 16);
 }
 
+// A float32 matmul input as a bf16 matmul reads it: rounded to bf16 (nearest even), widened
+// back. The CUDA bf16 matmuls (cuBLAS path and gemv) and the CPU emulation all round so.
+LMSCOPE_HD float matmul_operand_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+
 // IEEE half -> float, exact (subnormals, inf and NaN included).
 LMSCOPE_HD float f16_to_f32(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000u) << 16;

@@ -40,6 +40,17 @@ void add(float* out, const float* a, const float* b, int64_t n, cudaStream_t st)
 void f32_to_bf16(uint16_t* out, const float* x, int64_t n, cudaStream_t st);
 void bf16_to_f32(float* out, const uint16_t* x, int64_t n, cudaStream_t st);
 
+// Skinny matmul for decode (kernels/gemv.cu): out[N,O] = x[N,I] @ W[O,I]^T (+ bias[O]),
+// W float32 or bf16 (x then rounded to bf16 as it is read), float32 products and sums, bias
+// added in the same kernel; bias may be null. For the shapes gemv_fits accepts: at most
+// kGemvMaxRows rows whose x fits comfortably in a multiprocessor's L1 (every warp reads all
+// of x); larger N goes to cuBLAS.
+constexpr int64_t kGemvMaxRows = 4;
+constexpr int64_t kGemvMaxInputBytes = int64_t(96) << 10;
+bool gemv_fits(int64_t N, int64_t I);
+void gemv(float* out, const float* x, const void* W, bool w_bf16, const float* bias, int64_t N, int64_t O, int64_t I,
+          cudaStream_t st);
+
 // Attention over keys/values [B,Hkv,Smax,hd] of which the first S are used; q [B,H,T,hd],
 // mask [B,T,S] additive, z [B,T,H,hd]. Query head h reads KV head h / (H/Hkv) in place.
 struct AttentionArgs {

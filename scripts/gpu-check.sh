@@ -11,15 +11,20 @@
 #
 # Why a bundle: the GPU machine has nvcc, cmake, python3 with torch and transformers, but no
 # network, so the Debian libraries lmscope links (HDF5, OpenBLAS, CLI11, GoogleTest, PCRE2,
-# utf8proc) cannot be installed there. The bundle's binaries need glibc >= 2.34, the NVIDIA
-# driver and cuBLAS 13 (libcublas.so.13, found on the machine: the CUDA toolkit or torch's
-# nvidia wheels). Without a bundle, or if its binaries do not load, the script configures
-# and builds there instead (cmake, sm_90, all cores), which works only where those
-# libraries are installed.
+# utf8proc) cannot be installed there. The bundle's binaries need the glibc and libstdc++
+# versions BUILD-INFO names (glibc 2.34 and GCC 11's libstdc++ for lmscope itself; the bundle
+# leaves libstdc++ and libgcc_s to the machine, whose nvcc brings newer ones), the NVIDIA
+# driver and cuBLAS 13 (libcublas.so.13: the CUDA toolkit or torch's nvidia wheels). Only
+# lmscope's own commands see the bundle's libraries (python3 and cmake keep the machine's).
+# Without a bundle, or if its binaries do not load, the script configures and builds there
+# instead (cmake, sm_90, all cores), which works only where those libraries are installed.
 #
-# Everything it prints also goes to $OUT/run.log; $OUT/report.md is the summary. Exit 0 only
-# when the build, every CUDA test (none skipped) and the benchmark succeeded. Budget: well
-# under 8 minutes on an H200 (each step has its own timeout).
+# $OUT gets at most four files (the device tool brings back eight): report.md (the summary),
+# run.log (everything printed), test_cuda.log, and details.tar.gz (the benchmark JSON, the
+# per-op device times, the sanitizer and build logs). Exit 0 only when the build, every CUDA
+# test (none skipped for want of a device), the benchmark and the sanitizers succeeded.
+# Budget: one deadline, 470 s after the start (GPU_CHECK_BUDGET_S), from which every step's
+# timeout takes what is left, so a hung step still leaves the report.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -38,6 +43,7 @@ if [ "${1:-}" = "bundle" ]; then
   ldd "$stage"/bin/* | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
     case "$(basename "$lib")" in
       libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|libresolv.so*|libutil.so*|ld-linux*) ;;
+      libstdc++.so*|libgcc_s.so*) ;;   # the machine's (newer with its nvcc); Debian's needs glibc 2.36
       libcuda.so*|libcublas*|libcudart*|libnvidia*) ;;
       *) cp -L "$lib" "$stage/lib/" ;;
     esac
@@ -46,6 +52,8 @@ if [ "${1:-}" = "bundle" ]; then
     echo "commit $(git rev-parse HEAD 2>/dev/null) (+ working tree changes: $(git status --porcelain | wc -l) files)"
     echo "built $(date -u +%FT%TZ) on $(. /etc/os-release; echo "$PRETTY_NAME"), $(ldd --version | head -1)"
     echo "nvcc $(nvcc --version | tail -1), CMAKE_CUDA_ARCHITECTURES=$arch"
+    echo "needs: $(objdump -T "$stage"/bin/* "$stage"/lib/* 2>/dev/null | grep -o 'GLIBC_[0-9.]*\|GLIBCXX_[0-9.]*' \
+      | sort -t_ -k1,1 -k2V -u | awk -F_ '{last[$1]=$0} END {print last["GLIBC"], last["GLIBCXX"]}')"
   } > "$stage/BUILD-INFO"
   tar -C "$stage" -cJf .gpu/bundle.tar.xz BUILD-INFO bin lib
   rm -rf "$stage"
@@ -57,16 +65,27 @@ fi
 # ---------------------------------------------------------------------------------------
 OUT=${OUT:-$ROOT/gpu-check-out}
 mkdir -p "$OUT"
+WORK=/tmp/lmscope-gpu-check            # everything but the four files of $OUT
+rm -rf "$WORK" && mkdir -p "$WORK"
 exec > >(tee -a "$OUT/run.log") 2>&1
 tee_pid=$!
-trap 'exec 1>&- 2>&-; wait $tee_pid 2>/dev/null' EXIT   # let run.log get every line
 REPORT=$OUT/report.md
 : > "$REPORT"
 note() { echo "$*" | tee -a "$REPORT"; }
 status=0
 fail() { note "FAIL: $*"; status=1; }
 t0=$(date +%s)
+DEADLINE=$(( t0 + ${GPU_CHECK_BUDGET_S:-470} ))
 elapsed() { echo "$(( $(date +%s) - t0 )) s"; }
+# budget CAP: seconds for the next step, at most CAP and at most what is left before the deadline
+budget() { local left=$(( DEADLINE - $(date +%s) )); (( left > $1 )) && left=$1; (( left < 1 )) && left=1; echo $left; }
+time_left() { echo $(( DEADLINE - $(date +%s) )); }
+finish() {   # pack the details, close the log
+  tar -C "$WORK" -czf "$OUT/details.tar.gz" . 2>/dev/null
+  exec 1>&- 2>&-
+  wait $tee_pid 2>/dev/null
+}
+trap finish EXIT
 JOBS=$(nproc)
 export OMP_NUM_THREADS=$JOBS OPENBLAS_NUM_THREADS=1 PYTHONUNBUFFERED=1
 
@@ -86,35 +105,41 @@ if [ -z "$cublas_dir" ]; then
   found=$(find /usr /opt -name 'libcublasLt.so.13*' 2>/dev/null | head -1)
   [ -n "$found" ] && cublas_dir=$(dirname "$found")
 fi
-extra=${cublas_dir}
-[ -d /usr/local/nvidia/lib64 ] && extra=$extra:/usr/local/nvidia/lib64
+extra=()
+[ -n "$cublas_dir" ] && extra+=("$cublas_dir")
+[ -d /usr/local/nvidia/lib64 ] && extra+=(/usr/local/nvidia/lib64)
 note "- cuBLAS from: ${cublas_dir:-not found, relying on the loader paths}"
+
+# Only lmscope's commands run with LM_LD (the bundle's libraries): python3 keeps the machine's.
+join_path() { local IFS=:; echo "$*"; }
+LM_LD=$(join_path "${extra[@]}" ${LD_LIBRARY_PATH:+"$LD_LIBRARY_PATH"})
+lm() { LD_LIBRARY_PATH=$LM_LD "$@"; }
 
 BIN=""
 if [ -f .gpu/bundle.tar.xz ]; then
   rm -rf /tmp/lmscope-gpu && mkdir -p /tmp/lmscope-gpu
   python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" .gpu/bundle.tar.xz /tmp/lmscope-gpu
-  export LD_LIBRARY_PATH=/tmp/lmscope-gpu/lib:$extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  missing=$(ldd /tmp/lmscope-gpu/bin/* 2>&1 | grep -E "not found|version .* not found" | sort -u)
-  if [ -z "$missing" ] && /tmp/lmscope-gpu/bin/lmscope-bench --help >/dev/null 2>&1; then
+  LM_LD=$(join_path /tmp/lmscope-gpu/lib "${extra[@]}" ${LD_LIBRARY_PATH:+"$LD_LIBRARY_PATH"})
+  missing=$(lm ldd /tmp/lmscope-gpu/bin/* 2>&1 | grep -E "not found|version .* not found" | sort -u)
+  if [ -z "$missing" ] && lm /tmp/lmscope-gpu/bin/lmscope-bench --help >/dev/null 2>&1; then
     BIN=/tmp/lmscope-gpu/bin
-    note "- binaries: the carried bundle ($(head -1 /tmp/lmscope-gpu/BUILD-INFO); $(sed -n 3p /tmp/lmscope-gpu/BUILD-INFO))"
+    note "- binaries: the carried bundle ($(head -1 /tmp/lmscope-gpu/BUILD-INFO); $(sed -n 3,4p /tmp/lmscope-gpu/BUILD-INFO | tr '\n' ' '))"
   else
     note "- the carried bundle does not load here: $(echo "$missing" | head -3 | tr '\n' ' '); building instead"
+    LM_LD=$(join_path "${extra[@]}" ${LD_LIBRARY_PATH:+"$LD_LIBRARY_PATH"})
   fi
 fi
 if [ -z "$BIN" ]; then
-  export LD_LIBRARY_PATH=$extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   gen=""; command -v ninja >/dev/null && gen="-G Ninja"
   tb=$(date +%s)
-  if timeout 300 cmake -S . -B /tmp/build-gpu $gen -DCMAKE_BUILD_TYPE=Release -DLMSCOPE_CUDA=ON \
-        -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/build.log" 2>&1 &&
-     timeout 300 cmake --build /tmp/build-gpu -j"$JOBS" --target test_cuda lmscope-bench lmscope-trace >> "$OUT/build.log" 2>&1; then
+  if timeout "$(budget 240)" cmake -S . -B /tmp/build-gpu $gen -DCMAKE_BUILD_TYPE=Release -DLMSCOPE_CUDA=ON \
+        -DCMAKE_CUDA_ARCHITECTURES=90 > "$WORK/build.log" 2>&1 &&
+     timeout "$(budget 240)" cmake --build /tmp/build-gpu -j"$JOBS" --target test_cuda lmscope-bench lmscope-trace >> "$WORK/build.log" 2>&1; then
     BIN=/tmp/build-gpu
     note "- binaries: built here for sm_90 in $(( $(date +%s) - tb )) s"
   else
     fail "no binaries: no loadable bundle and the build here failed (tail of build.log below)"
-    tail -15 "$OUT/build.log" | sed 's/^/    /' | tee -a "$REPORT"
+    tail -15 "$WORK/build.log" | sed 's/^/    /' | tee -a "$REPORT"
     note "Hint: run 'scripts/gpu-check.sh bundle' on the development machine and carry .gpu"
     exit 1
   fi
@@ -123,7 +148,7 @@ fi
 # ---- 2. the CUDA tests ----------------------------------------------------------------------
 note ""
 note "## CUDA tests ($(elapsed))"
-LMSCOPE_SOURCE_DIR=$ROOT timeout 300 "$BIN/test_cuda" > "$OUT/test_cuda.log" 2>&1
+LMSCOPE_SOURCE_DIR=$ROOT timeout "$(budget 200)" env LD_LIBRARY_PATH="$LM_LD" "$BIN/test_cuda" > "$OUT/test_cuda.log" 2>&1
 rc=$?
 passed=$(grep -c '^\[       OK \]' "$OUT/test_cuda.log")
 failed=$(grep -c '^\[  FAILED  \] .*(' "$OUT/test_cuda.log")
@@ -135,8 +160,11 @@ if [ "$nodev" -gt 0 ]; then
   fail "tests skipped on the GPU machine for want of a device:"
   grep '^no CUDA device' "$OUT/test_cuda.log" | sort -u | head -3 | sed 's/^/    /' | tee -a "$REPORT"
 fi
+# other skips, with their reasons (SmolLM2's model is not on that machine unless carried)
+grep -B1 '^\[  SKIPPED \] .*(' "$OUT/test_cuda.log" | grep -v '^\[\|^--\|^no CUDA device\|Skipped$' | sort | uniq -c \
+  | sed 's/^/    skipped: /' | tee -a "$REPORT"
 grep '^\[  FAILED  \] .*(' "$OUT/test_cuda.log" | head -20 | sed 's/^/    /' | tee -a "$REPORT"
-grep -E '^bf16 .*: ' "$OUT/test_cuda.log" | sed 's/^/    /' | tee -a "$REPORT"
+grep -E '^bf16 .*: |^smollm2/' "$OUT/test_cuda.log" | sed 's/^/    /' | tee -a "$REPORT"
 
 # ---- 3. the benchmark -----------------------------------------------------------------------
 note ""
@@ -144,31 +172,38 @@ note "## Benchmark: DeepSeek-R1-Distill-Qwen-1.5B shapes, random bf16 weights ($
 MODEL=/tmp/lmscope-ds15
 rm -rf "$MODEL"
 BENCH=(--prompt-len 512 --decode 64 --repeats 3)
-if python3 -c "import torch, transformers; assert torch.cuda.is_available()" 2>/dev/null; then
+if probe=$(python3 -c "import torch, transformers; assert torch.cuda.is_available(), 'no CUDA in torch'" 2>&1); then
   # HF builds the random model on the GPU, saves it for lmscope, and times itself (sdpa).
-  timeout 300 python3 scripts/bench_hf.py --model deepseek-r1-1.5b --device cuda --dtype bfloat16 --attn sdpa \
-      --batch 1,8 "${BENCH[@]}" --save "$MODEL" > "$OUT/bench_hf.json" ||
+  timeout "$(budget 180)" python3 scripts/bench_hf.py --model deepseek-r1-1.5b --device cuda --dtype bfloat16 --attn sdpa \
+      --batch 1,8 "${BENCH[@]}" --save "$MODEL" > "$WORK/bench_hf.json" ||
     fail "scripts/bench_hf.py failed"
 else
-  note "(python3 with torch+transformers and CUDA not found: lmscope alone, on host-made random weights)"
+  note "(python3 with torch+transformers and CUDA not usable: $(echo "$probe" | tail -1); lmscope alone, on host-made random weights)"
 fi
 src=$MODEL; [ -f "$MODEL/config.json" ] || src=synthetic:deepseek-r1-1.5b
 for b in 1 8; do
   # --loop forward: forward + greedy argmax per step, the work bench_hf.py times
-  timeout 240 "$BIN/lmscope-bench" --model "$src" --backend cuda --dtype bf16 --batch $b "${BENCH[@]}" \
-      --loop forward --configs none,empty --roofline --json "$OUT/bench_b$b.json" || fail "lmscope-bench batch $b failed"
+  timeout "$(budget 75)" env LD_LIBRARY_PATH="$LM_LD" "$BIN/lmscope-bench" --model "$src" --backend cuda --dtype bf16 \
+      --batch $b "${BENCH[@]}" --loop forward --configs none,empty --roofline --json "$WORK/bench_b$b.json" ||
+    fail "lmscope-bench batch $b failed"
 done
+# decode's matmuls through cuBLAS instead of kernels/gemv.cu, and where a step's device time goes
+timeout "$(budget 60)" env LD_LIBRARY_PATH="$LM_LD" LMSCOPE_CUDA_GEMV=0 "$BIN/lmscope-bench" --model "$src" --backend cuda \
+    --dtype bf16 --batch 1 "${BENCH[@]}" --loop forward --configs none --json "$WORK/bench_b1_cublas.json" ||
+  fail "lmscope-bench batch 1 with LMSCOPE_CUDA_GEMV=0 failed"
+timeout "$(budget 60)" env LD_LIBRARY_PATH="$LM_LD" LMSCOPE_CUDA_OP_TIMES=1 "$BIN/lmscope-bench" --model "$src" --backend cuda \
+    --dtype bf16 --batch 1 --prompt-len 512 --decode 64 --repeats 1 --loop forward --configs none \
+    > "$WORK/op_times_b1.txt" 2>&1 || fail "lmscope-bench with LMSCOPE_CUDA_OP_TIMES failed"
 # what hooks cost on the GPU: SmolLM2 shapes, float32, none / empty trace / every hook to HDF5
-timeout 120 "$BIN/lmscope-bench" --model synthetic:smollm2 --backend cuda --prompt-len 128 --decode 32 \
-    --repeats 3 --json "$OUT/bench_smollm2.json" || fail "lmscope-bench smollm2 (hooks) failed"
+timeout "$(budget 45)" env LD_LIBRARY_PATH="$LM_LD" "$BIN/lmscope-bench" --model synthetic:smollm2 --backend cuda \
+    --prompt-len 128 --decode 32 --repeats 3 --json "$WORK/bench_smollm2.json" || fail "lmscope-bench smollm2 (hooks) failed"
 
-python3 - "$OUT" <<'PY' | tee -a "$REPORT"
+python3 - "$WORK" <<'PY' | tee -a "$REPORT"
 import json, os, sys
-out = sys.argv[1]
+work = sys.argv[1]
 def load(name):
-    p = os.path.join(out, name)
     try:
-        return json.load(open(p))
+        return json.load(open(os.path.join(work, name)))
     except Exception:
         return None
 hf = load("bench_hf.json")
@@ -176,13 +211,17 @@ hf_by = {r["batch"]: r for r in (hf or {}).get("by_batch", [])}
 print()
 print("| engine | batch | prefill tok/s (512) | decode tok/s | decode / roofline |")
 print("| --- | --- | --- | --- | --- |")
+def row(name, b, r):
+    roof = r.get("roofline", {})
+    frac = roof.get("decode_fraction_of_roofline")
+    print(f"| {name} | {b} | {r['none']['prefill_tok_s']:.0f} | {r['none']['decode_tok_s']:.1f} | "
+          + (f"{100 * frac:.1f}% of {roof['roofline_tok_s']:.0f} tok/s" if frac else "-") + " |")
 for b in (1, 8):
     r = load(f"bench_b{b}.json")
     if r:
-        roof = r.get("roofline", {})
-        frac = roof.get("decode_fraction_of_roofline")
-        print(f"| lmscope cuda bf16 | {b} | {r['none']['prefill_tok_s']:.0f} | {r['none']['decode_tok_s']:.1f} | "
-              + (f"{100 * frac:.1f}% of {roof['roofline_tok_s']:.0f} tok/s" if frac else "-") + " |")
+        row("lmscope cuda bf16", b, r)
+    if b == 1 and load("bench_b1_cublas.json"):
+        row("lmscope, decode matmuls by cuBLAS", 1, load("bench_b1_cublas.json"))
     h = hf_by.get(b)
     if h:
         print(f"| HF {hf['attn']} bf16 | {b} | {h['prefill_tok_s']:.0f} | {h['decode_tok_s']:.1f} | |")
@@ -204,7 +243,39 @@ if s:
     for c in ("none", "empty", "all"):
         if c in s:
             print(f"- {c}: prefill {s[c]['prefill_tok_s']:.0f} tok/s, decode {s[c]['decode_tok_s']:.1f} tok/s")
+try:
+    lines = open(os.path.join(work, "op_times_b1.txt")).read().splitlines()
+    at = next(i for i, l in enumerate(lines) if l.startswith("CUDA device time per op"))
+    print()
+    print("Device time per op, batch 1, one prefill of 512 + 64 decode steps (LMSCOPE_CUDA_OP_TIMES=1):")
+    print("```")
+    print("\n".join(lines[at:at + 28]))
+    print("```")
+except Exception:
+    pass
 PY
+
+# ---- 4. sanitizers on the kernel tests (last: the figures above are already safe) ----------
+note ""
+note "## compute-sanitizer ($(elapsed))"
+if command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    filter='CudaKernels.*:Shapes/CudaAttention.*'
+    [ "$tool" = racecheck ] && filter='Shapes/CudaAttention.*'   # the kernels with shared memory
+    if [ "$(time_left)" -lt 30 ]; then note "$tool: not run, the time budget is spent"; continue; fi
+    LMSCOPE_SOURCE_DIR=$ROOT timeout "$(budget 90)" env LD_LIBRARY_PATH="$LM_LD" compute-sanitizer --tool $tool \
+        --error-exitcode 99 "$BIN/test_cuda" --gtest_filter="$filter" > "$WORK/sanitizer_$tool.log" 2>&1
+    rc=$?
+    case $rc in
+      0) note "$tool ($filter): clean, $(grep -c '^\[       OK \]' "$WORK/sanitizer_$tool.log") tests" ;;
+      124) note "$tool ($filter): stopped at its time limit (not a failure of the code)" ;;
+      *) fail "$tool ($filter) exit $rc"; grep -m8 -E '^=+ (Invalid|Race|Error|ERROR)|^=+ +at ' "$WORK/sanitizer_$tool.log" \
+           | sed 's/^/    /' | tee -a "$REPORT" ;;
+    esac
+  done
+else
+  note "compute-sanitizer not on the PATH: not run"
+fi
 
 note ""
 note "clocks at end: $(nvidia-smi --query-gpu=clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null); total $(elapsed)"

@@ -7,6 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
+#include "generate/generator.h"
+#include "model/load_model.h"
+#include "trace/trace_writer.h"
+
 namespace lmscope::golden {
 
 // The repository root: the build's, unless LMSCOPE_SOURCE_DIR says otherwise (a test binary
@@ -39,6 +44,41 @@ inline nlohmann::json entry(const std::string& name) {
   for (const auto& t : m["traces"])
     if (t["name"] == name) return t;
   return nlohmann::json();
+}
+
+// Runs lmscope on a golden's inputs (prompt ids, padding side, cache, pad/eos) with the model
+// at `model_path` (a directory or a .gguf) on `be`, the hooks `hooks` traced into `out`
+// (with generated_ids and padding_side, as the goldens carry them); returns the generated ids.
+inline std::vector<std::vector<int32_t>> run_like(const nlohmann::json& g, const std::string& model_path, Backend& be,
+                                                  const std::string& hooks, const std::string& out) {
+  LoadedModel m = load_model(model_path);
+  Decoder decoder(m.cfg, m.weights, be);
+  GenerateOptions opt;
+  opt.prompts = g["prompt_ids"][0].is_array()
+                    ? g["prompt_ids"].get<std::vector<std::vector<int32_t>>>()
+                    : std::vector<std::vector<int32_t>>{g["prompt_ids"].get<std::vector<int32_t>>()};
+  opt.padding_side = parse_padding_side(g["padding_side"]);
+  opt.max_new_tokens = g["max_new_tokens"];
+  opt.use_cache = g["use_cache"];
+  opt.pad_id = g["pad_token_id"];
+  opt.eos_ids = g["eos_token_ids"].get<std::vector<int32_t>>();
+
+  TraceWriter writer(out);
+  Trace trace(HookSet(hooks, "", m.cfg.num_layers), &writer);
+  GenerateResult res = generate(decoder, opt, &trace);
+  std::vector<int32_t> flat;
+  for (const auto& row : res.new_tokens) flat.insert(flat.end(), row.begin(), row.end());
+  writer.set_root_attr("padding_side", std::string(padding_side_name(opt.padding_side)));
+  writer.write_root_dataset("generated_ids", {int64_t(res.new_tokens.size()), res.steps}, flat.data());
+  writer.commit();
+  return res.new_tokens;
+}
+
+// golden/smollm2/manifest.json (SmolLM2-135M-Instruct chat goldens); null when absent.
+inline nlohmann::json smollm2_manifest() {
+  std::ifstream f(root() + "/golden/smollm2/manifest.json");
+  if (!f) return nlohmann::json();
+  return nlohmann::json::parse(f);
 }
 
 }  // namespace lmscope::golden

@@ -4,7 +4,10 @@
 // Shapes: B batch, T query tokens this step, S key positions, D hidden, H query heads,
 // Hkv KV heads, hd head dim, F FFN width, V vocab, N = B*T rows.
 // All activations are float32. Outputs come first in every argument list and are
-// allocated by the caller (via alloc), so every intermediate stays addressable.
+// allocated by the caller (via alloc), so every intermediate stays addressable. No tensor is
+// written again after the op that produced it (the KV cache excepted), so an op whose output
+// has its input's bytes may rebind `out` to a view of the input instead of copying (CUDA
+// split_heads and select_column at T = 1).
 #pragma once
 #include <memory>
 #include <string>

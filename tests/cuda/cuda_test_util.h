@@ -51,7 +51,9 @@ inline Tensor randn(const Shape& shape, uint64_t seed, float std = 1.0f, float o
 
 inline Tensor round_to_bf16(const Tensor& t) {
   Tensor r = Tensor::zeros(t.shape());
-  for (int64_t i = 0; i < t.numel(); ++i) r.f32()[i] = bf16_to_f32(f32_to_bf16(t.f32()[i]));
+  const float* src = t.f32();
+  float* dst = r.f32();
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) dst[i] = matmul_operand_bf16(src[i]);
   return r;
 }
 

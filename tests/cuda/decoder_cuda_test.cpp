@@ -41,12 +41,18 @@ std::string temp(const std::string& stem) {
   return (dir / (stem + ".h5")).string();
 }
 
-// Generates with every hook written to `path`; returns the tokens.
+// Every hook but attn.scores and attn.probs: asking for those switches CUDA to the
+// materialized attention, so this set keeps the fused one (what a plain run uses).
+const char* kFusedAttentionHooks =
+    "tokens.*,mask.*,rope.*,embed,layers.*.resid_*,layers.*.attn_norm,layers.*.attn.q*,layers.*.attn.k*,"
+    "layers.*.attn.v,layers.*.attn.z,layers.*.attn_out,layers.*.ffn*,kv.*,final_norm,logits,sample.*";
+
+// Generates with the hooks `hooks` (every one by default) written to `path`; returns the tokens.
 std::vector<std::vector<int32_t>> traced(Backend& be, const Model& m, const GenerateOptions& o,
-                                         const std::string& path) {
+                                         const std::string& path, const std::string& hooks = "*") {
   Decoder d(m.cfg, m.w, be);
   TraceWriter writer(path);
-  Trace trace(HookSet::all(m.cfg.num_layers), &writer);
+  Trace trace(HookSet(hooks, "", m.cfg.num_layers), &writer);
   GenerateResult r = generate(d, o, &trace);
   std::vector<int32_t> flat;
   for (const auto& row : r.new_tokens) flat.insert(flat.end(), row.begin(), row.end());
@@ -60,22 +66,39 @@ class CudaDecoder : public ::testing::TestWithParam<std::tuple<PaddingSide, bool
 
 }  // namespace
 
-TEST_P(CudaDecoder, EveryHookOfEveryStepMatchesTheCpu) {
+// CUDA against the CPU, the same hooks on both sides; tokens equal, every hook within the
+// float32 tolerances.
+void expect_cuda_matches_cpu(PaddingSide side, bool cache, const std::string& hooks, const std::string& tag) {
   LMSCOPE_CUDA_OR_SKIP(gpu, "f32");
   auto cpu = make_backend("cpu");
   Model m;
-  const auto [side, cache] = GetParam();
   GenerateOptions o = options(side, cache);
-  const std::string tag = std::string(padding_side_name(side)) + (cache ? "-cache" : "-nocache");
   const std::string a = temp("cuda-" + tag), ref = temp("cpu-" + tag);
-  auto tokens_gpu = traced(*gpu, m, o, a);
-  auto tokens_cpu = traced(*cpu, m, o, ref);
+  auto tokens_gpu = traced(*gpu, m, o, a, hooks);
+  auto tokens_cpu = traced(*cpu, m, o, ref, hooks);
   EXPECT_EQ(tokens_gpu, tokens_cpu);
   CompareReport rep = compare_traces(TraceReader(a), TraceReader(ref), CompareOptions{});
   EXPECT_TRUE(rep.missing_in_a.empty());
+  EXPECT_GT(rep.results.size(), 0u);
   EXPECT_TRUE(rep.pass) << report_text(rep, false);
   fs::remove(a);
   fs::remove(ref);
+}
+
+std::string tag_of(PaddingSide side, bool cache) {
+  return std::string(padding_side_name(side)) + (cache ? "-cache" : "-nocache");
+}
+
+// Every hook: the materialized attention (scores and probs are asked for).
+TEST_P(CudaDecoder, EveryHookOfEveryStepMatchesTheCpu) {
+  const auto [side, cache] = GetParam();
+  expect_cuda_matches_cpu(side, cache, "*", tag_of(side, cache));
+}
+
+// The fused attention (with split-K over the cache in decode), every other hook.
+TEST_P(CudaDecoder, FusedAttentionMatchesTheCpu) {
+  const auto [side, cache] = GetParam();
+  expect_cuda_matches_cpu(side, cache, kFusedAttentionHooks, "fused-" + tag_of(side, cache));
 }
 
 INSTANTIATE_TEST_SUITE_P(PaddingAndCache, CudaDecoder,

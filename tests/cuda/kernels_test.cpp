@@ -116,6 +116,54 @@ TEST(CudaKernels, LinearBf16IsTheFloat32ProductOfRoundedOperands) {
   }
 }
 
+// Decode's matmul (kernels/gemv.cu: N <= 4 rows) against the CPU on the operands it reads
+// (W and, for bf16, x rounded): both weight types, with and without bias, 1..4 rows, widths
+// on its 16-byte path (I a multiple of 8) and off it (I = 37, 12 for bf16), an x that starts
+// off a 16-byte boundary, output counts that do not fill its last block, and the shapes of
+// DeepSeek-R1-1.5B's projections. Then LMSCOPE_CUDA_GEMV=0 (cuBLAS) must agree with it.
+TEST(CudaKernels, DecodeMatmulMatchesTheCpuAndCublas) {
+  for (const char* dtype : {"f32", "bf16"}) {
+    LMSCOPE_CUDA_OR_SKIP(gpu, dtype);
+    ::setenv("LMSCOPE_CUDA_GEMV", "0", 1);
+    std::unique_ptr<Backend> blas = make_backend("cuda", dtype);
+    ::unsetenv("LMSCOPE_CUDA_GEMV");
+    const bool bf16 = std::string(dtype) == "bf16";
+    CpuBackend cpu;
+    for (auto [N, I, O] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+             {1, 37, 5}, {1, 12, 7}, {2, 64, 129}, {3, 1536, 259}, {4, 1536, 1}, {1, 1536, 256}, {1, 8960, 1536},
+             {4, 2048, 33}}) {
+      Tensor x = randn({N, I}, 40 + N, 1.0f), W = randn({O, I}, 41, 0.05f), bias = randn({O}, 42);
+      const Tensor xr = bf16 ? round_to_bf16(x) : x, Wr = bf16 ? round_to_bf16(W) : W;
+      for (bool with_bias : {false, true}) {
+        const std::string where = std::string(dtype) + " N=" + std::to_string(N) + " I=" + std::to_string(I) +
+                                  " O=" + std::to_string(O) + (with_bias ? " +bias" : "");
+        Tensor ref = cpu.alloc({N, O});
+        cpu.linear(ref, xr, Wr, with_bias ? bias : Tensor());
+        Tensor gw = gpu->prepare_weight(W), gb = with_bias ? gpu->prepare_weight(bias) : Tensor();
+        Tensor out = gpu->alloc({N, O});
+        gpu->linear(out, gpu->upload(x), gw, gb);
+        const Tensor got = host(*gpu, out);
+        EXPECT_TRUE(close(got, ref, 1e-6, 1e-5)) << where;
+
+        Tensor out_blas = blas->alloc({N, O});
+        blas->linear(out_blas, blas->upload(x), blas->prepare_weight(W),
+                     with_bias ? blas->prepare_weight(bias) : Tensor());
+        EXPECT_TRUE(close(got, host(*blas, out_blas), 1e-6, 1e-5)) << where << " vs cuBLAS";
+      }
+      // x one float past a 16-byte boundary: the element-wise path
+      Tensor x1 = Tensor::zeros({N * I + 1});
+      std::copy(x.f32(), x.f32() + N * I, x1.f32() + 1);
+      Tensor g1 = gpu->upload(x1);
+      Tensor shifted = Tensor::view({N, I}, DType::F32, static_cast<float*>(g1.raw()) + 1,
+                                    std::make_shared<Tensor>(g1), Device::Cuda);
+      Tensor ref = cpu.alloc({N, O}), out = gpu->alloc({N, O});
+      cpu.linear(ref, xr, Wr, Tensor());
+      gpu->linear(out, shifted, gpu->prepare_weight(W), Tensor());
+      EXPECT_TRUE(close(host(*gpu, out), ref, 1e-6, 1e-5)) << dtype << " misaligned x, N=" << N << " I=" << I;
+    }
+  }
+}
+
 // Consecutive bf16 linears on one input round it once (q/k/v); an op that writes the input
 // in between must not leave a stale rounded copy behind.
 TEST(CudaKernels, LinearBf16SharedInputIsRoundedAgainAfterAWrite) {
@@ -265,7 +313,10 @@ INSTANTIATE_TEST_SUITE_P(
         // a prefill chunk after a past: T < S, causal offset
         AttnCase{1, 12, 2, 37, 70, 70, 128, {5}, {0}},
         // the largest head dim the fused kernel takes
-        AttnCase{1, 4, 2, 3, 65, 65, 256, {0}, {0}}));
+        AttnCase{1, 4, 2, 3, 65, 65, 256, {0}, {0}},
+        // split-K where most splits see only masked keys, and two fully masked query rows
+        // (the combine kernel's uniform-row branch)
+        AttnCase{1, 2, 1, 4, 200, 200, 64, {198}, {0}}));
 
 #if LMSCOPE_WITH_CUDA
 // The device's f32 -> bf16 is the host's (round to nearest even, NaN kept quiet) bit for

@@ -34,32 +34,11 @@ fs::path temp_path(const std::string& stem) {
   return dir / (stem + ".h5");
 }
 
-// Runs lmscope on a golden's inputs (model, prompt ids, padding, cache, pad/eos) with the
-// hooks `hooks` traced into `out`; returns the generated ids.
+// Runs lmscope (CPU) on a golden's inputs with `hooks` traced into `out`.
 std::vector<std::vector<int32_t>> run_lmscope(const std::string& model_path, const nlohmann::json& g,
                                               const std::string& hooks, const std::string& out) {
-  LoadedModel m = load_model(model_path);
   auto backend = make_backend("cpu");
-  Decoder decoder(m.cfg, m.weights, *backend);
-
-  GenerateOptions opt;
-  opt.prompts = g["prompt_ids"][0].is_array() ? g["prompt_ids"].get<std::vector<std::vector<int32_t>>>()
-                                              : std::vector<std::vector<int32_t>>{g["prompt_ids"].get<std::vector<int32_t>>()};
-  opt.padding_side = parse_padding_side(g["padding_side"]);
-  opt.max_new_tokens = g["max_new_tokens"];
-  opt.use_cache = g["use_cache"];
-  opt.pad_id = g["pad_token_id"];
-  opt.eos_ids = g["eos_token_ids"].get<std::vector<int32_t>>();
-
-  TraceWriter writer(out);
-  Trace trace(HookSet(hooks, "", m.cfg.num_layers), &writer);
-  GenerateResult res = generate(decoder, opt, &trace);
-  std::vector<int32_t> flat;
-  for (const auto& row : res.new_tokens) flat.insert(flat.end(), row.begin(), row.end());
-  writer.set_root_attr("padding_side", std::string(padding_side_name(opt.padding_side)));
-  writer.write_root_dataset("generated_ids", {int64_t(res.new_tokens.size()), res.steps}, flat.data());
-  writer.commit();
-  return res.new_tokens;
+  return golden::run_like(g, model_path, *backend, hooks, out);
 }
 
 class Golden : public ::testing::TestWithParam<std::string> {};

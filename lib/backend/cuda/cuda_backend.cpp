@@ -13,12 +13,16 @@
 //   f32:  cublasSgemm, float32 throughout (CUBLAS_DEFAULT_MATH: no TF32).
 //   bf16: x is rounded to bf16 (RNE, kernels/dtype_convert.cuh), cublasGemmEx with bf16
 //         A and B, float32 C and CUBLAS_COMPUTE_32F (float32 accumulation).
+// A few rows (decode, cuda::gemv_fits) go to kernels/gemv.cu instead: the same numbers in
+// another summation order, W read once, bias added in the same pass. LMSCOPE_CUDA_GEMV=0
+// sends them to cuBLAS too (to compare the two).
 #include "backend/cuda/cuda_backend.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <functional>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -26,6 +30,7 @@
 
 #include "backend/cuda/block_pool.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/op_timer.h"
 #include "kernels/dtype_convert.cuh"
 #include "kernels/launch.h"
 
@@ -61,11 +66,15 @@ class CudaBackend final : public Backend {
     LMSCOPE_CUBLAS_CHECK(cublasCreate(&blas_));
     LMSCOPE_CUBLAS_CHECK(cublasSetStream(blas_, st_));
     LMSCOPE_CUBLAS_CHECK(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));   // no TF32 for f32
+    timer_ = std::make_unique<cuda::OpTimer>(st_);
     const char* poison = std::getenv("LMSCOPE_CUDA_POISON");
     poison_ = poison && std::strcmp(poison, "0") != 0;
+    const char* gemv = std::getenv("LMSCOPE_CUDA_GEMV");   // 0: every matmul through cuBLAS
+    gemv_ = !(gemv && std::strcmp(gemv, "0") == 0);
   }
   ~CudaBackend() override {
     (void)cudaStreamSynchronize(st_);
+    timer_.reset();   // prints its table when LMSCOPE_CUDA_OP_TIMES is set
     (void)cublasDestroy(blas_);
     (void)cudaStreamDestroy(st_);
   }
@@ -131,7 +140,16 @@ class CudaBackend final : public Backend {
     return h;
   }
 
-  void synchronize() override { LMSCOPE_CUDA_CHECK(cudaStreamSynchronize(st_)); }
+  void synchronize() override {
+    LMSCOPE_CUDA_CHECK(cudaStreamSynchronize(st_));
+    timer_->collect();
+  }
+
+  // Times the op in scope when LMSCOPE_CUDA_OP_TIMES is set (op_timer.h); `bytes`: what it
+  // must read and write at least.
+  cuda::OpTimer::Scope timed(const std::function<std::string()>& label, double bytes) {
+    return timer_->time(label, bytes);
+  }
 
   Tensor upload(const Tensor& host) override {
     forget_rounded();
@@ -157,6 +175,7 @@ class CudaBackend final : public Backend {
                                    std::to_string(V) + ")");
       }
     Tensor dev_ids = upload(ids);
+    auto timing = timed([&] { return "embed N=" + std::to_string(N); }, 8.0 * N * D);
     cuda::embed(f(out), static_cast<const int32_t*>(dev_ids.raw()), table.raw(), table.dtype() == DType::BF16, N, D,
                 V, st_);
   }
@@ -165,6 +184,7 @@ class CudaBackend final : public Backend {
     forget_rounded();
     check_device_f32(x, "rmsnorm input");
     const int64_t D = x.dim(-1), N = x.numel() / D;
+    auto timing = timed([&] { return "rmsnorm N=" + std::to_string(N) + " D=" + std::to_string(D); }, 8.0 * N * D);
     cuda::rmsnorm(f(out), f(x), f(weight), eps, N, D, st_);
   }
 
@@ -173,6 +193,20 @@ class CudaBackend final : public Backend {
     const int64_t O = W.dim(0), I = W.dim(1), N = x.numel() / I;
     check(x.dim(-1) == I && out.numel() == N * O, "linear: shapes");
     if (N == 0 || O == 0) return;
+    const bool has_bias = bias.defined() && bias.numel() > 0;
+    const bool use_gemv = gemv_ && cuda::gemv_fits(N, I) && (W.dtype() == DType::F32 || W.dtype() == DType::BF16);
+    auto timing = timed(
+        [&] {
+          return std::string(use_gemv ? "linear/gemv " : "linear/cublas ") + (W.dtype() == DType::BF16 ? "bf16" : "f32") +
+                 " N=" + std::to_string(N) + " O=" + std::to_string(O) + " I=" + std::to_string(I);
+        },
+        double(W.nbytes()) + 4.0 * (N * I + N * O));
+    // Decode (a few rows): one pass over W, bias included (kernels/gemv.cu).
+    if (use_gemv) {
+      cuda::gemv(f(out), f(x), W.raw(), W.dtype() == DType::BF16, has_bias ? f(bias) : nullptr, N, O, I, st_);
+      if (out.raw() == rounded_src_.raw()) forget_rounded();
+      return;
+    }
     const float one = 1.0f, zero = 0.0f;
     if (W.dtype() == DType::F32) {
       LMSCOPE_CUBLAS_CHECK(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, int(O), int(N), int(I), &one, f(W), int(I),
@@ -185,7 +219,7 @@ class CudaBackend final : public Backend {
     } else {
       throw std::logic_error("cuda backend: linear weight must be F32 or BF16");
     }
-    if (bias.defined() && bias.numel() > 0) cuda::add_bias(f(out), f(bias), N, O, st_);
+    if (has_bias) cuda::add_bias(f(out), f(bias), N, O, st_);
     if (out.raw() == rounded_src_.raw()) forget_rounded();
   }
 
@@ -207,6 +241,13 @@ class CudaBackend final : public Backend {
     forget_rounded();
     const int64_t B = out.dim(0), Hx = out.dim(1), T = out.dim(2), hd = out.dim(3);
     check(x.numel() == out.numel(), "split_heads: sizes");
+    // One token (decode): [B,1,Hx*hd] and [B,Hx,1,hd] are the same bytes. No tensor is
+    // written after its op, so a view of x is as good as a copy, and saves a launch.
+    if (T == 1) {
+      out = x.reshape(out.shape());
+      return;
+    }
+    auto timing = timed([&] { return "split_heads N=" + std::to_string(B * T); }, 8.0 * x.numel());
     cuda::split_heads(f(out), f(x), B, T, Hx, hd, st_);
   }
 
@@ -214,6 +255,7 @@ class CudaBackend final : public Backend {
     forget_rounded();
     const int64_t B = x.dim(0), Hx = x.dim(1), T = x.dim(2), hd = x.dim(3);
     check(cos.numel() == B * T * hd && sin.numel() == B * T * hd, "rope: cos/sin shapes");
+    auto timing = timed([&] { return "rope N=" + std::to_string(B * T) + " H=" + std::to_string(Hx); }, 8.0 * x.numel());
     cuda::rope(f(out), f(x), f(cos), f(sin), B, Hx, T, hd, st_);
   }
 
@@ -225,6 +267,7 @@ class CudaBackend final : public Backend {
       throw std::runtime_error("KV cache full: " + std::to_string(offset + T) + " positions > capacity " +
                                std::to_string(Smax));
     if (B * Hkv * T * hd == 0) return;
+    auto timing = timed([&] { return "kv_write N=" + std::to_string(B * T); }, 8.0 * x.numel());
     LMSCOPE_CUDA_CHECK(cudaMemcpy2DAsync(f(cache) + offset * hd, size_t(Smax * hd) * 4, f(x), size_t(T * hd) * 4,
                                          size_t(T * hd) * 4, size_t(B * Hkv), cudaMemcpyDeviceToDevice, st_));
   }
@@ -249,6 +292,12 @@ class CudaBackend final : public Backend {
     check(S <= Smax && mask.dim(2) == S && mask.numel() == B * T * S, "attention: S");
     check_device_f32(k, "attention keys");
     cuda::AttentionArgs a{f(z), f(q), f(k), f(v), f(mask), B, H, Hkv, T, S, Smax, hd, scale};
+    auto timing = timed(
+        [&] {
+          return std::string(!scores && !probs ? "attention/fused" : "attention/materialized") +
+                 (T == 1 ? " decode" : " prefill") + " B=" + std::to_string(B);
+        },
+        4.0 * (2 * B * Hkv * S * hd + 2 * B * H * T * hd + B * T * S));
     if (!scores && !probs) {
       int splits = 1;
       const int64_t scratch_floats = cuda::attention_fused_plan(a, sm_count_, &splits);
@@ -270,6 +319,7 @@ class CudaBackend final : public Backend {
 
   void swiglu(Tensor& out, const Tensor& gate, const Tensor& up) override {
     forget_rounded();
+    auto timing = timed([&] { return "swiglu n=" + std::to_string(out.numel()); }, 12.0 * out.numel());
     cuda::swiglu(f(out), f(gate), f(up), out.numel(), st_);
   }
 
@@ -277,6 +327,7 @@ class CudaBackend final : public Backend {
     forget_rounded();
     const int64_t n = out.numel();
     check(a.numel() == n && b.numel() == n, "add: sizes");
+    auto timing = timed([&] { return "add n=" + std::to_string(n); }, 12.0 * n);
     cuda::add(f(out), f(a), f(b), n, st_);
   }
 
@@ -284,7 +335,12 @@ class CudaBackend final : public Backend {
     forget_rounded();
     const int64_t B = x.dim(0), T = x.dim(1), D = x.dim(2);
     check(t >= 0 && t < T && out.numel() == B * D, "select_column: shapes");
+    if (T == 1) {   // the only column: a view, as in split_heads
+      out = x.reshape(out.shape());
+      return;
+    }
     if (B * D == 0) return;
+    auto timing = timed([&] { return "select_column B=" + std::to_string(B); }, 8.0 * B * D);
     LMSCOPE_CUDA_CHECK(cudaMemcpy2DAsync(f(out), size_t(D) * 4, f(x) + t * D, size_t(T * D) * 4, size_t(D) * 4,
                                          size_t(B), cudaMemcpyDeviceToDevice, st_));
   }
@@ -292,12 +348,14 @@ class CudaBackend final : public Backend {
  private:
   bool bf16_;
   bool poison_ = false;
+  bool gemv_ = true;
   int sm_count_ = 0;
   cudaStream_t st_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   std::shared_ptr<BlockPool> dev_, pinned_;
   const void* ids_device_ = nullptr;   // the last int32 upload and its host source
   Tensor ids_host_;
+  std::unique_ptr<cuda::OpTimer> timer_;   // LMSCOPE_CUDA_OP_TIMES
   Tensor rounded_src_, rounded_;       // bf16_operand's one-entry cache
 };
 

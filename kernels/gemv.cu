@@ -1,0 +1,119 @@
+// Skinny matmul for decode: out[n,o] = sum_i x[n,i] * W[o,i] (+ bias[o]) for a few input rows
+// (N <= kGemvMaxRows; a decode step has N = batch rows). cuBLAS's GEMM is built for big
+// tiles; at N = 1 a step is a matrix-vector product bound by reading W once, and the bf16
+// path would also pay a kernel to round x and another to add the bias. Here one warp owns an
+// output o: it streams W's row o with 16-byte loads (8 bf16 or 4 f32 per lane), multiplies
+// by every input row (x is small and shared by all the warps of a multiprocessor through
+// L1), sums across the warp, and lane 0 writes the N outputs with the bias added.
+//
+// Numbers: the same as the cuBLAS path's, in another summation order: float32 products and
+// sums; for a bf16 W, x is rounded to bf16 as it is read (matmul_operand_bf16), exactly as
+// the cuBLAS path rounds it into a bf16 copy first.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/dtype_convert.cuh"
+#include "kernels/launch.h"
+
+namespace lmscope::cuda {
+
+namespace {
+
+constexpr int kWarpsPerBlock = 4;   // a block: 4 outputs (small O still spreads over the SMs)
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+__device__ __forceinline__ float weight_f32(float w) { return w; }
+__device__ __forceinline__ float weight_f32(uint16_t w) { return lmscope::bf16_to_f32(w); }
+
+// x as the matmul reads it: rounded to bf16 when W is bf16, as is for a float32 W.
+template <typename WT>
+__device__ __forceinline__ float operand(float x) {
+  if constexpr (sizeof(WT) == 2)
+    return matmul_operand_bf16(x);
+  else
+    return x;
+}
+
+// grid ceil(O / kWarpsPerBlock), block kWarpsPerBlock * 32. NR = N input rows (1..4).
+// vec: W rows and x rows start 16-byte aligned and I is a multiple of the vector width, so
+// both can be read 16 bytes at a time; otherwise one element per lane per step.
+template <typename WT, int NR>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    gemv_kernel(float* __restrict__ out, const float* __restrict__ x, const WT* __restrict__ W,
+                const float* __restrict__ bias, int64_t O, int64_t I, bool vec) {
+  constexpr int kVec = 16 / sizeof(WT);   // elements per 16-byte load: 8 bf16, 4 f32
+  const int lane = threadIdx.x % 32;
+  const int64_t o = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (o >= O) return;   // the whole warp leaves together: the shuffles below see 32 lanes
+  const WT* w = W + o * I;
+
+  float acc[NR];
+#pragma unroll
+  for (int n = 0; n < NR; ++n) acc[n] = 0.0f;
+
+  if (vec) {
+    for (int64_t i0 = int64_t(lane) * kVec; i0 < I; i0 += 32 * kVec) {
+      const uint4 wraw = __ldg(reinterpret_cast<const uint4*>(w + i0));   // kVec weights
+      const WT* wv = reinterpret_cast<const WT*>(&wraw);
+#pragma unroll
+      for (int n = 0; n < NR; ++n) {
+        float4 xraw[kVec / 4];                                               // kVec inputs
+#pragma unroll
+        for (int j = 0; j < kVec / 4; ++j) xraw[j] = __ldg(reinterpret_cast<const float4*>(x + n * I + i0) + j);
+        const float* xv = reinterpret_cast<const float*>(xraw);
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) acc[n] = fmaf(weight_f32(wv[j]), operand<WT>(xv[j]), acc[n]);
+      }
+    }
+  } else {
+    for (int64_t i = lane; i < I; i += 32) {
+      const float wf = weight_f32(w[i]);
+#pragma unroll
+      for (int n = 0; n < NR; ++n) acc[n] = fmaf(wf, operand<WT>(x[n * I + i]), acc[n]);
+    }
+  }
+#pragma unroll
+  for (int n = 0; n < NR; ++n) acc[n] = warp_sum(acc[n]);
+  if (lane == 0) {
+    const float b = bias ? bias[o] : 0.0f;
+#pragma unroll
+    for (int n = 0; n < NR; ++n) out[n * O + o] = acc[n] + b;
+  }
+}
+
+template <typename WT>
+void launch_gemv(float* out, const float* x, const WT* W, const float* bias, int64_t N, int64_t O, int64_t I,
+                 cudaStream_t st) {
+  constexpr int kVec = 16 / sizeof(WT);
+  const bool vec = I % kVec == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(W) % 16 == 0;
+  const unsigned grid = unsigned((O + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  const unsigned block = kWarpsPerBlock * 32;
+  switch (N) {
+    case 1: gemv_kernel<WT, 1><<<grid, block, 0, st>>>(out, x, W, bias, O, I, vec); break;
+    case 2: gemv_kernel<WT, 2><<<grid, block, 0, st>>>(out, x, W, bias, O, I, vec); break;
+    case 3: gemv_kernel<WT, 3><<<grid, block, 0, st>>>(out, x, W, bias, O, I, vec); break;
+    case 4: gemv_kernel<WT, 4><<<grid, block, 0, st>>>(out, x, W, bias, O, I, vec); break;
+    default: throw std::logic_error("gemv: N = " + std::to_string(N) + " rows, at most 4");
+  }
+  LMSCOPE_LAUNCHED(gemv_kernel);
+}
+
+}  // namespace
+
+bool gemv_fits(int64_t N, int64_t I) { return N >= 1 && N <= kGemvMaxRows && N * I * 4 <= kGemvMaxInputBytes; }
+
+void gemv(float* out, const float* x, const void* W, bool w_bf16, const float* bias, int64_t N, int64_t O, int64_t I,
+          cudaStream_t st) {
+  if (N * O == 0) return;
+  if (w_bf16)
+    launch_gemv(out, x, static_cast<const uint16_t*>(W), bias, N, O, I, st);
+  else
+    launch_gemv(out, x, static_cast<const float*>(W), bias, N, O, I, st);
+}
+
+}  // namespace lmscope::cuda
