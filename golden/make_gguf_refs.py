@@ -17,9 +17,7 @@ smollm2_hf.json     what HF transformers' GGUF loader (from_pretrained(dir, gguf
 Everything is deterministic (fixed seeds). --check regenerates into memory and compares with
 the committed files. Needs golden/requirements.txt (gguf, numpy, torch, transformers).
 """
-import argparse
 import collections
-import hashlib
 import json
 import os
 import sys
@@ -29,9 +27,9 @@ import gguf
 from gguf import GGMLQuantizationType as Q
 from gguf.quants import dequantize, quantize
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from gguf_common import ROOT, arg_parser, require_model, sha256_file
+
 OUT = os.path.join(ROOT, "golden", "gguf")
-DEFAULT_MODEL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 def hexf32(a):
@@ -86,15 +84,12 @@ def random_kquant_blocks(rng, qtype, n_blocks):
 def make_dequant_refs(model_path):
     rng = np.random.default_rng(20261129)
     entries = []
-    have_model = os.path.exists(model_path)
-    if have_model:
-        r = gguf.GGUFReader(model_path)
-        entries.append(block_entry(*file_blocks(r, "blk.0.attn_q.weight", [0, 1, 17, 5000, -1])))
-        entries.append(block_entry(*file_blocks(r, "blk.29.ffn_down.weight", [0, 12345, -1])))
-        entries.append(block_entry(*file_blocks(r, "token_embd.weight", [0, 18, 400000, -1])))
-        entries.append(block_entry(*file_blocks(r, "output_norm.weight", [0, 1, 2, 3, 575])))
-    else:
-        sys.exit(f"{model_path} is missing: run scripts/fetch-model.sh first")
+    require_model(model_path)
+    r = gguf.GGUFReader(model_path)
+    entries.append(block_entry(*file_blocks(r, "blk.0.attn_q.weight", [0, 1, 17, 5000, -1])))
+    entries.append(block_entry(*file_blocks(r, "blk.29.ffn_down.weight", [0, 12345, -1])))
+    entries.append(block_entry(*file_blocks(r, "token_embd.weight", [0, 18, 400000, -1])))
+    entries.append(block_entry(*file_blocks(r, "output_norm.weight", [0, 1, 2, 3, 575])))
 
     for qtype in (Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0):
         block, _ = gguf.GGML_QUANT_SIZES[qtype]
@@ -124,14 +119,6 @@ def make_dequant_refs(model_path):
     return {"generator": "golden/make_gguf_refs.py", "gguf_version": gguf.__version__ if hasattr(gguf, "__version__") else "0.19.0",
             "note": "expected_f32 = little-endian float32 bytes of gguf.quants.dequantize(block_bytes)",
             "entries": entries}
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def unpermute(w, n_head):
@@ -187,7 +174,7 @@ def make_hf_refs(model_path):
         "transformers": transformers.__version__,
         "torch": torch.__version__,
         "file": os.path.basename(model_path),
-        "file_sha256": sha256(model_path),
+        "file_sha256": sha256_file(model_path),
         "file_tensor_types": dict(sorted(types.items())),
         "tensor_count": len(r.tensors),
         "token_embd_type": tens["token_embd.weight"].tensor_type.name,
@@ -204,9 +191,7 @@ def make_hf_refs(model_path):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--model", default=DEFAULT_MODEL)
-    ap.add_argument("--check", action="store_true", help="compare with the committed files instead of writing")
+    ap = arg_parser("compare with the committed files instead of writing")
     ap.add_argument("--skip-hf", action="store_true", help="only the dequantization references")
     args = ap.parse_args()
 

@@ -33,7 +33,6 @@ normalizer, ByteLevel decoder, no BOS) is transformers' as it built it.
 
 Pinned versions: golden/requirements.txt (transformers 5.23.0, tokenizers 0.23.3, gguf 0.19.0).
 """
-import argparse
 import hashlib
 import json
 import os
@@ -44,9 +43,9 @@ import transformers
 from tokenizers import Tokenizer
 from transformers import AutoTokenizer
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from gguf_common import ROOT, arg_parser, require_model, sha256_file
+
 TOK = os.path.join(ROOT, "golden", "tokenizers")
-DEFAULT_MODEL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 OUT = os.path.join(TOK, "refs", "smollm2-gguf.json")
 
 # Strings beyond the corpus: whitespace runs and numerals next to digits (where SmolLM2's
@@ -63,14 +62,6 @@ SMOLLM_PRE = {
         {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
     ],
 }
-
-
-def sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def dumps(obj):
@@ -92,12 +83,9 @@ def dumps(obj):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default=DEFAULT_MODEL)
-    ap.add_argument("--check", action="store_true", help="regenerate in memory and compare with the committed file")
+    ap = arg_parser("regenerate in memory and compare with the committed file", description=__doc__.split("\n")[0])
     args = ap.parse_args()
-    if not os.path.exists(args.model):
-        sys.exit("%s is missing: run scripts/fetch-model.sh first" % args.model)
+    require_model(args.model)
 
     hf = AutoTokenizer.from_pretrained(os.path.dirname(os.path.abspath(args.model)),
                                        gguf_file=os.path.basename(args.model))

@@ -187,10 +187,16 @@ for b in 1 8; do
       --batch $b "${BENCH[@]}" --loop forward --configs none,empty --roofline --json "$WORK/bench_b$b.json" ||
     fail "lmscope-bench batch $b failed"
 done
-# decode's matmuls through cuBLAS instead of kernels/gemv.cu, and where a step's device time goes
-timeout "$(budget 60)" env LD_LIBRARY_PATH="$LM_LD" LMSCOPE_CUDA_GEMV=0 "$BIN/lmscope-bench" --model "$src" --backend cuda \
-    --dtype bf16 --batch 1 "${BENCH[@]}" --loop forward --configs none --json "$WORK/bench_b1_cublas.json" ||
-  fail "lmscope-bench batch 1 with LMSCOPE_CUDA_GEMV=0 failed"
+# decode's matmuls through cuBLAS instead of kernels/gemv.cu; decode steps as CUDA graphs (off
+# by default until this measures them); and where a step's device time goes
+for variant in LMSCOPE_CUDA_GEMV=0:cublas LMSCOPE_CUDA_GRAPHS=1:graphs; do
+  for b in 1 8; do
+    [ "${variant#*:}" = cublas ] && [ $b = 8 ] && continue   # batch 8 is on cuBLAS anyway
+    timeout "$(budget 60)" env LD_LIBRARY_PATH="$LM_LD" "${variant%:*}" "$BIN/lmscope-bench" --model "$src" --backend cuda \
+        --dtype bf16 --batch $b "${BENCH[@]}" --loop forward --configs none --json "$WORK/bench_b${b}_${variant#*:}.json" ||
+      fail "lmscope-bench batch $b with ${variant%:*} failed"
+  done
+done
 timeout "$(budget 60)" env LD_LIBRARY_PATH="$LM_LD" LMSCOPE_CUDA_OP_TIMES=1 "$BIN/lmscope-bench" --model "$src" --backend cuda \
     --dtype bf16 --batch 1 --prompt-len 512 --decode 64 --repeats 1 --loop forward --configs none \
     > "$WORK/op_times_b1.txt" 2>&1 || fail "lmscope-bench with LMSCOPE_CUDA_OP_TIMES failed"
@@ -220,8 +226,10 @@ for b in (1, 8):
     r = load(f"bench_b{b}.json")
     if r:
         row("lmscope cuda bf16", b, r)
-    if b == 1 and load("bench_b1_cublas.json"):
-        row("lmscope, decode matmuls by cuBLAS", 1, load("bench_b1_cublas.json"))
+    if load(f"bench_b{b}_graphs.json"):
+        row("lmscope, decode steps as CUDA graphs", b, load(f"bench_b{b}_graphs.json"))
+    if load(f"bench_b{b}_cublas.json"):
+        row("lmscope, decode matmuls by cuBLAS", b, load(f"bench_b{b}_cublas.json"))
     h = hf_by.get(b)
     if h:
         print(f"| HF {hf['attn']} bf16 | {b} | {h['prefill_tok_s']:.0f} | {h['decode_tok_s']:.1f} | |")

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "experiments/run.h"
 #include "generate/generator.h"
 #include "model/load_model.h"
-#include "trace/trace_writer.h"
 
 namespace lmscope::golden {
 
@@ -48,7 +48,8 @@ inline nlohmann::json entry(const std::string& name) {
 
 // Runs lmscope on a golden's inputs (prompt ids, padding side, cache, pad/eos) with the model
 // at `model_path` (a directory or a .gguf) on `be`, the hooks `hooks` traced into `out`
-// (with generated_ids and padding_side, as the goldens carry them); returns the generated ids.
+// (experiments' run_traced: root attributes and generated_ids as lmscope-trace writes them);
+// returns the generated ids.
 inline std::vector<std::vector<int32_t>> run_like(const nlohmann::json& g, const std::string& model_path, Backend& be,
                                                   const std::string& hooks, const std::string& out) {
   LoadedModel m = load_model(model_path);
@@ -63,15 +64,11 @@ inline std::vector<std::vector<int32_t>> run_like(const nlohmann::json& g, const
   opt.pad_id = g["pad_token_id"];
   opt.eos_ids = g["eos_token_ids"].get<std::vector<int32_t>>();
 
-  TraceWriter writer(out);
-  Trace trace(HookSet(hooks, "", m.cfg.num_layers), &writer);
-  GenerateResult res = generate(decoder, opt, &trace);
-  std::vector<int32_t> flat;
-  for (const auto& row : res.new_tokens) flat.insert(flat.end(), row.begin(), row.end());
-  writer.set_root_attr("padding_side", std::string(padding_side_name(opt.padding_side)));
-  writer.write_root_dataset("generated_ids", {int64_t(res.new_tokens.size()), res.steps}, flat.data());
-  writer.commit();
-  return res.new_tokens;
+  ModelContext ctx;
+  ctx.decoder = &decoder;
+  ctx.model_path = model_path;
+  ctx.command_line = "test";
+  return run_traced(ctx, opt, HookSet(hooks, "", m.cfg.num_layers), out).new_tokens;
 }
 
 // golden/smollm2/manifest.json (SmolLM2-135M-Instruct chat goldens); null when absent.

@@ -45,6 +45,10 @@ struct ModelArgs {
 };
 
 struct ToolModel {
+  ToolModel() = default;
+  ToolModel(const ToolModel&) = delete;   // nor movable: ctx points into it
+  ToolModel& operator=(const ToolModel&) = delete;
+
   LoadedModel loaded;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Decoder> decoder;
@@ -67,21 +71,22 @@ inline std::optional<tok::Tokenizer> load_tool_tokenizer(const std::string& mode
   return std::nullopt;
 }
 
-inline std::unique_ptr<ToolModel> load_tool_model(const ModelArgs& a, int argc, char** argv, bool need_prompts = true) {
-  auto m = std::make_unique<ToolModel>();
-  m->loaded = load_model(a.model);
-  m->backend = make_backend(a.backend, a.dtype);
-  m->decoder = std::make_unique<Decoder>(m->loaded.cfg, m->loaded.weights, *m->backend);
-  m->special = resolve_special_tokens(m->loaded.cfg, a.model);
-  if (a.pad_override >= 0) m->special.pad_id = a.pad_override;
-  m->tokenizer = load_tool_tokenizer(a.model);
-  m->ctx.decoder = m->decoder.get();
-  m->ctx.model_path = a.model;
-  m->ctx.command_line = command_line(argc, argv);
-  m->ctx.producer = std::string("lmscope ") + LMSCOPE_VERSION;
-  if (m->tokenizer) {
-    const tok::Tokenizer* t = &*m->tokenizer;
-    m->ctx.detokenize = [t](const std::vector<int32_t>& ids) {
+// Loads a.model into `m` in place (m.ctx points into m: do not move it afterwards) and encodes
+// the prompts; `cmd` is the command line the traces record. The experiment tests call it too.
+inline void load_tool_model_into(ToolModel& m, const ModelArgs& a, const std::string& cmd, bool need_prompts = true) {
+  m.loaded = load_model(a.model);
+  m.backend = make_backend(a.backend, a.dtype);
+  m.decoder = std::make_unique<Decoder>(m.loaded.cfg, m.loaded.weights, *m.backend);
+  m.special = resolve_special_tokens(m.loaded.cfg, a.model);
+  if (a.pad_override >= 0) m.special.pad_id = a.pad_override;
+  m.tokenizer = load_tool_tokenizer(a.model);
+  m.ctx.decoder = m.decoder.get();
+  m.ctx.model_path = a.model;
+  m.ctx.command_line = cmd;
+  m.ctx.producer = std::string("lmscope ") + LMSCOPE_VERSION;
+  if (m.tokenizer) {
+    const tok::Tokenizer* t = &*m.tokenizer;
+    m.ctx.detokenize = [t](const std::vector<int32_t>& ids) {
       try {
         return t->decode(ids);
       } catch (const std::exception&) {   // an id outside the vocabulary: show the ids
@@ -92,29 +97,34 @@ inline std::unique_ptr<ToolModel> load_tool_model(const ModelArgs& a, int argc, 
     };
   }
   for (const std::string& p : a.prompt_ids) {
-    m->prompts.push_back(parse_ids(p, "--prompt-ids"));
-    m->prompt_texts.push_back(m->tokenizer ? m->ctx.text(m->prompts.back()) : "");
-    m->encode_traces.emplace_back();
+    m.prompts.push_back(parse_ids(p, "--prompt-ids"));
+    m.prompt_texts.push_back(m.tokenizer ? m.ctx.text(m.prompts.back()) : "");
+    m.encode_traces.emplace_back();
   }
-  if (!a.prompts.empty() && !m->tokenizer)
+  if (!a.prompts.empty() && !m.tokenizer)
     throw std::runtime_error("--prompt: no tokenizer.json beside the model '" + a.model + "' (nor a GGUF tokenizer); give --prompt-ids");
   if (a.chat && a.prompts.empty()) throw std::runtime_error("--chat formats --prompt text; no --prompt given");
   for (const std::string& p : a.prompts) {
     std::string text = p;
     if (a.chat)
-      text = tok::format_chat(*m->tokenizer, {tok::ChatMessage{"user", p}}, true, tok::parse_chat_format(a.chat_format));
+      text = tok::format_chat(*m.tokenizer, {tok::ChatMessage{"user", p}}, true, tok::parse_chat_format(a.chat_format));
     EncodeTrace et;
-    m->prompts.push_back(m->tokenizer->encode(text, !a.chat, &et));
-    m->encode_traces.push_back(std::move(et));
-    if (m->prompts.back().empty()) throw std::runtime_error("--prompt '" + p + "' encodes to no tokens");
-    m->prompt_texts.push_back(p);
+    m.prompts.push_back(m.tokenizer->encode(text, !a.chat, &et));
+    m.encode_traces.push_back(std::move(et));
+    if (m.prompts.back().empty()) throw std::runtime_error("--prompt '" + p + "' encodes to no tokens");
+    m.prompt_texts.push_back(p);
   }
-  if (need_prompts && m->prompts.empty()) throw std::runtime_error("no prompt: give --prompt-ids or --prompt");
-  for (const auto& p : m->prompts)
+  if (need_prompts && m.prompts.empty()) throw std::runtime_error("no prompt: give --prompt-ids or --prompt");
+  for (const auto& p : m.prompts)
     for (int32_t id : p)
-      if (id >= m->loaded.cfg.vocab_size)
+      if (id >= m.loaded.cfg.vocab_size)
         throw std::runtime_error("token id " + std::to_string(id) + " is outside the vocabulary (" +
-                                 std::to_string(m->loaded.cfg.vocab_size) + ")");
+                                 std::to_string(m.loaded.cfg.vocab_size) + ")");
+}
+
+inline std::unique_ptr<ToolModel> load_tool_model(const ModelArgs& a, int argc, char** argv, bool need_prompts = true) {
+  auto m = std::make_unique<ToolModel>();
+  load_tool_model_into(*m, a, command_line(argc, argv), need_prompts);
   return m;
 }
 

@@ -40,6 +40,12 @@ class Backend {
   virtual bool host_copies_are_async() const { return false; }
   // Waits until every op and copy queued so far has finished.
   virtual void synchronize() {}
+  // The forward announces each step (B rows, T tokens) before its first op. CUDA may capture
+  // a decode step into a graph (LMSCOPE_CUDA_GRAPHS=1); CPU: nothing.
+  virtual void begin_forward(int64_t B, int64_t T) {
+    (void)B;
+    (void)T;
+  }
 
   // out[b,t,:] = table[ids[b,t],:]          out [B,T,D], ids [B,T] int32, table [V,D]
   virtual void embed(Tensor& out, const Tensor& ids, const Tensor& table) = 0;

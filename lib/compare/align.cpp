@@ -108,14 +108,9 @@ HookData as_cache_layout(HookData d, const std::string& cache_hook) {
 
 void compare_generated_rows(const TraceReader& a, const TraceReader& ref, const AlignOptions& al,
                             CompareReport& rep) {
-  bool ha = a.has_generated_ids(), hb = ref.has_generated_ids();
-  if (!ha && !hb) return;
-  if (ha != hb) {
-    rep.generated_equal = false;
-    rep.generated_note = ha ? "only A has generated_ids" : "A has no generated_ids";
-    return;
-  }
-  HookData ga = a.generated_ids(), gb = ref.generated_ids();
+  auto ids = generated_ids_of_both(a, ref, rep);
+  if (!ids) return;
+  const HookData &ga = ids->first, &gb = ids->second;
   if (ga.shape.size() != 2 || gb.shape.size() != 2) return;
   auto rows = [](const HookData& g, int r) {
     std::vector<int64_t> out;
@@ -126,25 +121,22 @@ void compare_generated_rows(const TraceReader& a, const TraceReader& ref, const 
   };
   std::vector<int64_t> ra = rows(ga, al.row_a), rb = rows(gb, al.row_ref);
   if (ra.size() != rb.size()) {
-    rep.generated_equal = false;
-    rep.generated_note = "A compares " + std::to_string(ra.size()) + " rows, the reference " + std::to_string(rb.size());
+    rep.generated_differ("A compares " + std::to_string(ra.size()) + " rows, the reference " + std::to_string(rb.size()));
     return;
   }
   const int64_t n = std::min(ga.shape[1], gb.shape[1]);
   for (size_t i = 0; i < ra.size(); ++i) {
     if (ra[i] >= ga.shape[0] || rb[i] >= gb.shape[0]) {
-      rep.generated_equal = false;
-      rep.generated_note = "generated_ids has no such row";
+      rep.generated_differ("generated_ids has no such row");
       return;
     }
     for (int64_t k = 0; k < n; ++k) {
       double x = ga.values[size_t(ra[i] * ga.shape[1] + k)], y = gb.values[size_t(rb[i] * gb.shape[1] + k)];
       if (x != y) {
-        rep.generated_equal = false;
         char buf[200];
         std::snprintf(buf, sizeof buf, "first difference at row %lld (reference row %lld), token %lld: A %lld vs reference %lld",
                       (long long)ra[i], (long long)rb[i], (long long)k, (long long)x, (long long)y);
-        rep.generated_note = buf;
+        rep.generated_differ(buf);
         return;
       }
     }

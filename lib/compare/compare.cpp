@@ -98,31 +98,35 @@ HookResult compare_hook_data(int step, const std::string& hook, const HookData& 
   return r;
 }
 
+std::optional<std::pair<HookData, HookData>> generated_ids_of_both(const TraceReader& a, const TraceReader& ref,
+                                                                   CompareReport& rep) {
+  const bool ha = a.has_generated_ids(), hb = ref.has_generated_ids();
+  if (!ha && !hb) return std::nullopt;
+  if (ha != hb) {
+    rep.generated_differ(ha ? "only A has generated_ids" : "A has no generated_ids");
+    return std::nullopt;
+  }
+  return std::make_pair(a.generated_ids(), ref.generated_ids());
+}
+
 namespace {
 
 // generated_ids: equal iff both are absent or both hold the same ids.
 void compare_generated(const TraceReader& a, const TraceReader& ref, CompareReport& rep) {
-  bool ha = a.has_generated_ids(), hb = ref.has_generated_ids();
-  if (!ha && !hb) return;
-  if (ha != hb) {
-    rep.generated_equal = false;
-    rep.generated_note = ha ? "only A has generated_ids" : "A has no generated_ids";
-    return;
-  }
-  HookData ga = a.generated_ids(), gb = ref.generated_ids();
+  auto ids = generated_ids_of_both(a, ref, rep);
+  if (!ids) return;
+  const HookData &ga = ids->first, &gb = ids->second;
   if (ga.shape != gb.shape) {
-    rep.generated_equal = false;
-    rep.generated_note = "shape " + shape_str(ga.shape) + " vs reference " + shape_str(gb.shape);
+    rep.generated_differ("shape " + shape_str(ga.shape) + " vs reference " + shape_str(gb.shape));
     return;
   }
   for (size_t i = 0; i < ga.values.size(); ++i) {
     if (ga.values[i] != gb.values[i]) {
-      rep.generated_equal = false;
       char buf[160];
       std::snprintf(buf, sizeof buf, "first difference at %s: A %lld vs reference %lld",
                     index_str(unravel(int64_t(i), ga.shape)).c_str(), (long long)ga.values[i],
                     (long long)gb.values[i]);
-      rep.generated_note = buf;
+      rep.generated_differ(buf);
       return;
     }
   }

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compare/metrics.h"
@@ -49,6 +50,10 @@ struct CompareReport {
   bool pass = true;
 
   size_t hook_names() const;           // distinct hook names among results
+  void generated_differ(std::string note) {   // generated_equal = false, and why
+    generated_equal = false;
+    generated_note = std::move(note);
+  }
 };
 
 // One hook of one step from values already in memory: what compare_traces does for each
@@ -59,6 +64,12 @@ HookResult compare_hook_data(int step, const std::string& hook, const HookData& 
 
 // Throws std::runtime_error (one line) when the options select nothing to compare.
 CompareReport compare_traces(const TraceReader& a, const TraceReader& ref, const CompareOptions& opts);
+
+// Both traces' generated_ids, for compare_traces and compare_aligned to compare each their way;
+// nullopt when there is nothing to compare: neither trace has them (equal), or only one has them
+// (rep.generated_differ, saying which).
+std::optional<std::pair<HookData, HookData>> generated_ids_of_both(const TraceReader& a, const TraceReader& ref,
+                                                                   CompareReport& rep);
 
 // Sets first_failure (the first failing result, in report order) and pass (no failure and
 // equal generated ids) once the results are in.

@@ -443,16 +443,19 @@ CacheReport run_cache_experiment(const ModelContext& m, const CacheOptions& opt)
   // The cached run, kept in memory; then the uncached run replaying its tokens, compared as it goes.
   auto out_path = [&](const char* name) { return (std::filesystem::path(opt.trace_dir) / name).string(); };
   if (!opt.trace_dir.empty()) std::filesystem::create_directories(opt.trace_dir);
+  // One run, its hooks offered to `sink`, and written to trace_dir/<name> when there is one.
+  auto run = [&](const GenerateOptions& o, TraceSink* sink, const char* name) {
+    if (opt.trace_dir.empty()) {
+      Trace trace(hooks, nullptr);
+      trace.set_sink(sink);
+      return generate(*m.decoder, o, &trace);
+    }
+    GenerateResult r = run_traced(m, o, hooks, out_path(name), sink);
+    rep.trace_files.push_back(out_path(name));
+    return r;
+  };
   CachedCapture cap;
-  GenerateResult rc;
-  if (opt.trace_dir.empty()) {
-    Trace trace(hooks, nullptr);
-    trace.set_sink(&cap);
-    rc = generate(*m.decoder, cached, &trace);
-  } else {
-    rc = run_traced(m, cached, hooks, out_path("cached.h5"), &cap);
-    rep.trace_files.push_back(out_path("cached.h5"));
-  }
+  const GenerateResult rc = run(cached, &cap, "cached.h5");
   rep.tokens_cached = rc.new_tokens;
   rep.steps = rc.steps;
   rep.tokens_cached_processed = rc.prefill_tokens + rc.decode_tokens;
@@ -465,15 +468,7 @@ CacheReport run_cache_experiment(const ModelContext& m, const CacheOptions& opt)
   uncached.forced_tokens = rc.new_tokens;
   uncached.max_new_tokens = rc.steps;
   Comparer cmp(cap, rep.tol.table, rep.per_step);
-  GenerateResult ru;
-  if (opt.trace_dir.empty()) {
-    Trace trace(hooks, nullptr);
-    trace.set_sink(&cmp);
-    ru = generate(*m.decoder, uncached, &trace);
-  } else {
-    ru = run_traced(m, uncached, hooks, out_path("uncached.h5"), &cmp);
-    rep.trace_files.push_back(out_path("uncached.h5"));
-  }
+  const GenerateResult ru = run(uncached, &cmp, "uncached.h5");
   cmp.finish();
   rep.tokens_uncached_processed = ru.prefill_tokens + ru.decode_tokens;
   const int64_t B = rep.batch, P = rep.prompt_len, N = rc.steps;
@@ -482,16 +477,6 @@ CacheReport run_cache_experiment(const ModelContext& m, const CacheOptions& opt)
   judge_cache(rep);
   return rep;
 }
-
-namespace {
-
-nlohmann::ordered_json num(double v) {
-  if (std::isinf(v)) return "inf";
-  if (std::isnan(v)) return nullptr;
-  return v;
-}
-
-}  // namespace
 
 std::string cache_report_json(const CacheReport& r, const ModelContext& m) {
   using J = nlohmann::ordered_json;
@@ -507,12 +492,12 @@ std::string cache_report_json(const CacheReport& r, const ModelContext& m) {
     steps.push_back({{"step", s.step},
                      {"T", {{"cached", s.T_cached}, {"uncached", s.T_uncached}}},
                      {"S", s.S},
-                     {"max_logit_diff", num(s.max_logit_diff)},
+                     {"max_logit_diff", json_num(s.max_logit_diff)},
                      {"logit_tolerance", s.logit_bound},
                      {"argmax", {{"cached", s.argmax_cached}, {"uncached", s.argmax_uncached}}},
                      {"argmax_agree", s.argmax_cached == s.argmax_uncached},
-                     {"margin", num(s.margin)},
-                     {"kv_max_abs", s.kv_compared ? num(s.kv_max_abs) : J(nullptr)},
+                     {"margin", json_num(s.margin)},
+                     {"kv_max_abs", s.kv_compared ? json_num(s.kv_max_abs) : J(nullptr)},
                      {"pass", s.pass},
                      {"hooks_compared", s.hooks_compared},
                      {"first_failure", first},
@@ -528,7 +513,7 @@ std::string cache_report_json(const CacheReport& r, const ModelContext& m) {
   J texts = J::array();
   for (const auto& t : r.tokens_cached) texts.push_back(m.text(t));
   J j = {{"steps", r.steps},
-         {"max_logit_diff", num(r.max_logit_diff)},
+         {"max_logit_diff", json_num(r.max_logit_diff)},
          {"argmax_agree", r.argmax_agree},
          {"tokens_processed", {{"cached", r.tokens_cached_processed}, {"uncached", r.tokens_uncached_processed}}},
          {"tokens_processed_expected", {{"cached", r.expected_cached}, {"uncached", r.expected_uncached}}},

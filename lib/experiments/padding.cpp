@@ -341,12 +341,6 @@ nlohmann::ordered_json div_json(const std::optional<Divergence>& d) {
           {"tolerance", d->bound},   {"reason", d->reason}};
 }
 
-nlohmann::ordered_json num_json(double v) {
-  if (std::isinf(v)) return "inf";
-  if (std::isnan(v)) return nullptr;
-  return v;
-}
-
 }  // namespace
 
 std::string padding_report_json(const PaddingReport& r, const ModelContext& m) {
@@ -357,7 +351,7 @@ std::string padding_report_json(const PaddingReport& r, const ModelContext& m) {
     for (const ModeRow& mr : row.modes) {
       nlohmann::ordered_json per_hook = nlohmann::ordered_json::object();
       for (const HookError& e : mr.per_hook)
-        per_hook[e.hook] = {{"max_abs", num_json(e.max_abs)}, {"rel", num_json(e.rel)}, {"step", e.step},
+        per_hook[e.hook] = {{"max_abs", json_num(e.max_abs)}, {"rel", json_num(e.rel)}, {"step", e.step},
                             {"tolerance", e.bound}, {"pass", e.pass}};
       modes[padding_mode_name(mr.mode)] = {
           {"matches_solo", mr.matches_solo},

@@ -100,4 +100,10 @@ std::string fmt_num(double v, int digits) {
   return buf;
 }
 
+nlohmann::ordered_json json_num(double v) {
+  if (std::isinf(v)) return "inf";
+  if (std::isnan(v)) return nullptr;
+  return v;
+}
+
 }  // namespace lmscope

@@ -2,6 +2,7 @@
 // (docs/trace-format.md), hook tensors as HookData.
 #pragma once
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -38,5 +39,8 @@ HookData to_hook_data(Hook h, int layer, const Tensor& t, int64_t last_t = -1);
 
 // A number for people: 3 significant digits, "0" for zero, "inf".
 std::string fmt_num(double v, int digits = 3);
+
+// A number for the JSON reports: "inf" for an infinity (either sign), null for NaN.
+nlohmann::ordered_json json_num(double v);
 
 }  // namespace lmscope

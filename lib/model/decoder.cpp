@@ -85,6 +85,8 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     throw std::runtime_error("forward: " + std::to_string(S) + " positions exceed the KV cache capacity " +
                              std::to_string(cache->capacity));
 
+  be.begin_forward(B, T);
+
   // Offer a tensor to the trace; an unwanted hook costs this one check.
   HookQueue hooked(be, trace);
   auto hook = [&](Hook h, int layer, const Tensor& t) {

@@ -32,6 +32,16 @@ inline std::unique_ptr<Backend> try_cuda(const std::string& dtype, std::string* 
   }
 }
 
+// A second CUDA backend made with one switch of the environment set (the backend reads its
+// switches, LMSCOPE_CUDA_GEMV, LMSCOPE_CUDA_GRAPHS, when it is made). Call after
+// LMSCOPE_CUDA_OR_SKIP: a device is known to be usable.
+inline std::unique_ptr<Backend> cuda_backend_with(const char* var, const char* value, const std::string& dtype) {
+  ::setenv(var, value, 1);
+  std::unique_ptr<Backend> be = make_backend("cuda", dtype);
+  ::unsetenv(var);
+  return be;
+}
+
 #define LMSCOPE_CUDA_OR_SKIP(var, dtype)                                     \
   std::unique_ptr<::lmscope::Backend> var;                                   \
   {                                                                          \

@@ -9,6 +9,7 @@
 #include "compare/compare.h"
 #include "compare/report.h"
 #include "cuda_test_util.h"
+#include "experiments/run.h"
 #include "generate/generator.h"
 #include "model/random_weights.h"
 #include "trace/trace_reader.h"
@@ -51,15 +52,10 @@ const char* kFusedAttentionHooks =
 std::vector<std::vector<int32_t>> traced(Backend& be, const Model& m, const GenerateOptions& o,
                                          const std::string& path, const std::string& hooks = "*") {
   Decoder d(m.cfg, m.w, be);
-  TraceWriter writer(path);
-  Trace trace(HookSet(hooks, "", m.cfg.num_layers), &writer);
-  GenerateResult r = generate(d, o, &trace);
-  std::vector<int32_t> flat;
-  for (const auto& row : r.new_tokens) flat.insert(flat.end(), row.begin(), row.end());
-  writer.set_root_attr("padding_side", std::string(padding_side_name(o.padding_side)));
-  writer.write_root_dataset("generated_ids", {int64_t(r.new_tokens.size()), r.steps}, flat.data());
-  writer.commit();
-  return r.new_tokens;
+  ModelContext ctx;
+  ctx.decoder = &d;
+  ctx.model_path = "random tiny qwen2";
+  return run_traced(ctx, o, HookSet(hooks, "", m.cfg.num_layers), path).new_tokens;
 }
 
 class CudaDecoder : public ::testing::TestWithParam<std::tuple<PaddingSide, bool>> {};
@@ -132,4 +128,33 @@ TEST(CudaHooks, EnabledHooksDoNotChangeResults) {
   probs.begin_step(StepInfo{0, "prefill", false, 0, in.input_ids.dim(1), in.input_ids.dim(1)});
   Tensor with_probs = d.forward(in, nullptr, &probs, LogitsFor::AllPositions);
   EXPECT_TRUE(close(with_probs, plain_copy, 1e-6, 1e-5)) << "materialized attention";
+}
+
+// LMSCOPE_CUDA_GRAPHS=1 captures each decode step into a CUDA graph: the same kernels in the
+// same order, so every hook of every step must be bit-identical to the eager run, in f32
+// and bf16, with the materialized and the fused attention, and without a trace.
+TEST(CudaGraphs, DecodeStepsAsGraphsAreBitIdentical) {
+  for (const char* dtype : {"f32", "bf16"}) {
+    LMSCOPE_CUDA_OR_SKIP(eager, dtype);
+    std::unique_ptr<Backend> graphs = cuda_backend_with("LMSCOPE_CUDA_GRAPHS", "1", dtype);
+    Model m;
+    GenerateOptions o = options(PaddingSide::Left, true);
+    o.max_new_tokens = 6;
+    ToleranceTable exact = ToleranceTable::defaults();
+    exact.add_override("*", {0, 0}, "bit-identical");
+    for (const std::string hooks : {std::string("*"), std::string(kFusedAttentionHooks)}) {
+      const std::string tag = std::string(dtype) + (hooks == "*" ? "-all" : "-fused");
+      const std::string a = temp("graphs-" + tag), ref = temp("eager-" + tag);
+      EXPECT_EQ(traced(*graphs, m, o, a, hooks), traced(*eager, m, o, ref, hooks)) << tag;
+      CompareOptions co;
+      co.tolerances = exact;
+      CompareReport rep = compare_traces(TraceReader(a), TraceReader(ref), co);
+      EXPECT_TRUE(rep.missing_in_a.empty()) << tag;
+      EXPECT_TRUE(rep.pass) << tag << "\n" << report_text(rep, false);
+      fs::remove(a);
+      fs::remove(ref);
+    }
+    Decoder dg(m.cfg, m.w, *graphs), de(m.cfg, m.w, *eager);
+    EXPECT_EQ(generate(dg, o, nullptr).new_tokens, generate(de, o, nullptr).new_tokens) << dtype << " untraced";
+  }
 }

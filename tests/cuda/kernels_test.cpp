@@ -124,9 +124,7 @@ TEST(CudaKernels, LinearBf16IsTheFloat32ProductOfRoundedOperands) {
 TEST(CudaKernels, DecodeMatmulMatchesTheCpuAndCublas) {
   for (const char* dtype : {"f32", "bf16"}) {
     LMSCOPE_CUDA_OR_SKIP(gpu, dtype);
-    ::setenv("LMSCOPE_CUDA_GEMV", "0", 1);
-    std::unique_ptr<Backend> blas = make_backend("cuda", dtype);
-    ::unsetenv("LMSCOPE_CUDA_GEMV");
+    std::unique_ptr<Backend> blas = cuda_backend_with("LMSCOPE_CUDA_GEMV", "0", dtype);
     const bool bf16 = std::string(dtype) == "bf16";
     CpuBackend cpu;
     for (auto [N, I, O] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{

@@ -4,17 +4,13 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
-#include "experiments/run.h"
-#include "model/load_model.h"
-#include "model/special_tokens.h"
 #include "tests/test_util.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/model_args.h"
 
 namespace lmscope::exp_test {
 
@@ -22,25 +18,12 @@ inline const std::string kRoot = LMSCOPE_SOURCE_DIR;
 inline const std::string kBin = LMSCOPE_BINARY_DIR;
 inline const std::string kTiny = kRoot + "/golden/models/tiny-qwen2";
 
-struct Tiny {
-  LoadedModel loaded;
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<Decoder> decoder;
-  SpecialTokens special;
-  std::unique_ptr<tok::Tokenizer> tokenizer;
-  ModelContext ctx;
-
+// The tiny model loaded as the experiment tools load theirs (cli::load_tool_model), CPU, no prompts.
+struct Tiny : cli::ToolModel {
   explicit Tiny(const std::string& path = kTiny) {
-    loaded = load_model(path);
-    backend = make_backend("cpu");
-    decoder = std::make_unique<Decoder>(loaded.cfg, loaded.weights, *backend);
-    special = resolve_special_tokens(loaded.cfg, path);
-    tokenizer = std::make_unique<tok::Tokenizer>(tok::Tokenizer::load(path));
-    ctx.decoder = decoder.get();
-    ctx.model_path = path;
-    ctx.command_line = "test";
-    const tok::Tokenizer* t = tokenizer.get();
-    ctx.detokenize = [t](const std::vector<int32_t>& ids) { return t->decode(ids); };
+    cli::ModelArgs args;
+    args.model = path;
+    cli::load_tool_model_into(*this, args, "test", /*need_prompts=*/false);
   }
   // A user message in ChatML (the tiny tokenizer has the <|im_start|>/<|im_end|> tokens but no
   // template of its own), encoded as apply_chat_template(tokenize=True) does.

@@ -94,7 +94,7 @@ TEST(Dequant, EverySupportedTypeHasReferences) {
 
 // The same blocks read through a GGUF file (1-D tensors), which goes through to_f32.
 TEST(Dequant, ThroughGgufFile) {
-  iotest::TempDir d;
+  testing_util::TempDir d;
   ggtest::Writer w;
   std::map<std::string, std::vector<float>> want;
   int i = 0;

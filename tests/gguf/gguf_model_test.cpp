@@ -17,7 +17,7 @@
 
 using namespace lmscope;
 using iotest::expect_error;
-using iotest::TempDir;
+using testing_util::TempDir;
 
 namespace {
 

@@ -10,7 +10,7 @@
 using namespace lmscope;
 using ggtest::Writer;
 using iotest::expect_error;
-using iotest::TempDir;
+using testing_util::TempDir;
 using iotest::write_file;
 
 namespace {

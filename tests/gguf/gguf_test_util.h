@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "../io/io_test_util.h"  // TempDir, write_file, expect_error
+#include "../io/io_test_util.h"  // write_file, expect_error (and tests/test_util.h: TempDir)
 
 namespace ggtest {
 

@@ -5,6 +5,7 @@
 #include "model/config.h"
 
 using namespace iotest;
+using lmscope::testing_util::TempDir;
 using lmscope::Arch;
 using lmscope::parse_model_config;
 

@@ -1,9 +1,8 @@
-// Helpers for the io tests: a self-deleting temp directory, a safetensors writer that can
-// be told to lie (bad offsets, bad header), a tiny-model writer, and an error matcher.
+// Helpers for the io tests: a safetensors writer that can be told to lie (bad offsets, bad
+// header), a tiny-model writer, and an error matcher. The temp directory is tests/test_util.h's.
 #pragma once
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -11,36 +10,13 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
+#include "tests/test_util.h"   // TempDir
 
 namespace iotest {
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("lmscope-io-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
-             std::to_string(std::random_device{}()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
 
 inline void write_file(const std::string& path, const std::string& bytes) {
   fs::create_directories(fs::path(path).parent_path());

@@ -5,6 +5,7 @@
 #include "io_test_util.h"
 
 using namespace iotest;
+using lmscope::testing_util::TempDir;
 using lmscope::SafetensorsModel;
 
 namespace {

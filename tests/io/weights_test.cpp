@@ -10,6 +10,7 @@
 #include "model/weights.h"
 
 using namespace iotest;
+using lmscope::testing_util::TempDir;
 using lmscope::load_weights;
 using lmscope::parse_model_config;
 

@@ -176,7 +176,7 @@ struct GgufFromJson {
 // The tokenizer.ggml.* keys convert_hf_to_gguf would write for a tokenizer.json (+ its
 // tokenizer_config.json): tokens by id, control/user-defined types for the added tokens,
 // merges as "a b", the special token ids, the chat template.
-std::string write_gguf_from_json(const iotest::TempDir& tmp, const std::string& dir, const GgufFromJson& o) {
+std::string write_gguf_from_json(const testing_util::TempDir& tmp, const std::string& dir, const GgufFromJson& o) {
   const json tj = read_json(dir + "/tokenizer.json");
   const json cfg = read_json(dir + "/tokenizer_config.json");
   std::vector<std::string> tokens;
@@ -223,7 +223,7 @@ std::string write_gguf_from_json(const iotest::TempDir& tmp, const std::string& 
 // qwen-bpe written as a GGUF with pre "qwen2", loaded once.
 const tok::Tokenizer& qwen_gguf() {
   static const std::unique_ptr<tok::Tokenizer> t = [] {
-    iotest::TempDir tmp;
+    testing_util::TempDir tmp;
     return std::make_unique<tok::Tokenizer>(
         tok::Tokenizer::from_gguf(GgufFile::open(write_gguf_from_json(tmp, "golden/tokenizers/qwen-bpe", {}))));
   }();
@@ -303,7 +303,7 @@ TEST(GgufTokenizerFromJson, EveryPreNameIsThePreTokenizerItStandsFor) {
   EXPECT_EQ(cases.size(), tok::gguf_supported_pre_names().size() + 1);   // + the absent key
 
   for (const Case& c : cases) {
-    iotest::TempDir tmp;
+    testing_util::TempDir tmp;
     tok::Tokenizer t = tok::Tokenizer::from_gguf(GgufFile::open(write_gguf_from_json(tmp, "golden/models/tiny-qwen2", {c.pre})));
     EXPECT_EQ(t.describe().substr(t.describe().find("normalizer:")), c.want.describe().substr(c.want.describe().find("normalizer:")))
         << "pre '" << c.pre << "'";
@@ -313,7 +313,7 @@ TEST(GgufTokenizerFromJson, EveryPreNameIsThePreTokenizerItStandsFor) {
     EXPECT_EQ(same, int(corpus().size())) << "pre '" << c.pre << "'";
   }
   // The names really differ where they should: digits, a space before digits, NFC.
-  iotest::TempDir a, b, q;
+  testing_util::TempDir a, b, q;
   tok::Tokenizer gpt2 = tok::Tokenizer::load(write_gguf_from_json(a, "golden/models/tiny-qwen2", {"gpt2"}));
   tok::Tokenizer smol = tok::Tokenizer::load(write_gguf_from_json(b, "golden/models/tiny-qwen2", {"smollm"}));
   tok::Tokenizer qwen = tok::Tokenizer::load(write_gguf_from_json(q, "golden/models/tiny-qwen2", {"qwen2"}));
@@ -323,7 +323,7 @@ TEST(GgufTokenizerFromJson, EveryPreNameIsThePreTokenizerItStandsFor) {
 }
 
 TEST(GgufTokenizerFromJson, AddBosAndAddEosBecomeThePostProcessor) {
-  iotest::TempDir tmp;
+  testing_util::TempDir tmp;
   GgufFromJson o;
   o.add_bos = o.add_eos = true;
   tok::Tokenizer t = tok::Tokenizer::load(write_gguf_from_json(tmp, "golden/models/tiny-qwen2", o));
@@ -339,7 +339,7 @@ TEST(GgufTokenizerFromJson, AddBosAndAddEosBecomeThePostProcessor) {
 // ---- errors --------------------------------------------------------------------------------
 
 // A small valid tokenizer: "a" "b" "ab" "<s>" "<t>", one merge; `edit` changes one thing.
-std::string small_gguf(const iotest::TempDir& tmp, const std::function<void(ggtest::Writer&)>& edit, bool with_tokens = true,
+std::string small_gguf(const testing_util::TempDir& tmp, const std::function<void(ggtest::Writer&)>& edit, bool with_tokens = true,
                        bool with_merges = true, bool with_model = true) {
   ggtest::Writer w;
   w.kv_str("general.architecture", "llama");
@@ -371,7 +371,7 @@ void expect_error(const std::string& what, const std::vector<std::string>& needl
 }
 
 TEST(GgufTokenizerErrors, TheSmallFileLoads) {
-  iotest::TempDir tmp;
+  testing_util::TempDir tmp;
   tok::Tokenizer t = tok::Tokenizer::load(small_gguf(tmp, [](ggtest::Writer&) {}));
   EXPECT_EQ(t.encode("ab<s>b<t>"), (std::vector<int32_t>{2, 3, 1, 4}));
   EXPECT_TRUE(t.is_special(3));
@@ -383,7 +383,7 @@ TEST(GgufTokenizerErrors, TheSmallFileLoads) {
 }
 
 TEST(GgufTokenizerErrors, MissingKeys) {
-  iotest::TempDir tmp;
+  testing_util::TempDir tmp;
   auto none = [](ggtest::Writer&) {};
   const std::string p1 = small_gguf(tmp, none, /*with_tokens=*/false);
   expect_error(load_error(p1), {p1, "'tokenizer.ggml.tokens'", "missing"});
@@ -394,7 +394,7 @@ TEST(GgufTokenizerErrors, MissingKeys) {
 }
 
 TEST(GgufTokenizerErrors, UnknownPreAndModelAreRefusedByName) {
-  iotest::TempDir tmp;
+  testing_util::TempDir tmp;
   std::string p = small_gguf(tmp, [](ggtest::Writer& w) { w.kv_str("tokenizer.ggml.pre", "falcon"); });
   expect_error(load_error(p), {p, "'tokenizer.ggml.pre'", "'falcon'", "supported", "smollm", "qwen2", "llama-bpe"});
   p = small_gguf(tmp, [](ggtest::Writer& w) { w.kv_str("tokenizer.ggml.model", "llama"); }, true, true, false);
@@ -402,7 +402,7 @@ TEST(GgufTokenizerErrors, UnknownPreAndModelAreRefusedByName) {
 }
 
 TEST(GgufTokenizerErrors, MalformedMerges) {
-  iotest::TempDir tmp;
+  testing_util::TempDir tmp;
   struct Bad {
     std::vector<std::string> merges;
     std::vector<std::string> needles;
@@ -423,7 +423,7 @@ TEST(GgufTokenizerErrors, MalformedMerges) {
 }
 
 TEST(GgufTokenizerErrors, BadTokensTypesAndIds) {
-  iotest::TempDir tmp;
+  testing_util::TempDir tmp;
   std::string p = small_gguf(tmp, [](ggtest::Writer& w) { w.kv_i32_array("tokenizer.ggml.tokens", {1, 2}); }, false);
   expect_error(load_error(p), {p, "'tokenizer.ggml.tokens'", "array of string"});
   p = small_gguf(tmp, [](ggtest::Writer& w) { w.kv_str_array("tokenizer.ggml.tokens", {"a", "b", "ab", "a"}); }, false);
@@ -449,7 +449,7 @@ TEST(GgufTokenizerErrors, BadTokensTypesAndIds) {
 }
 
 TEST(GgufTokenizerErrors, ANonTokenizerGgufAndTheCli) {
-  iotest::TempDir tmp;
+  testing_util::TempDir tmp;
   ggtest::Writer w;
   w.kv_str("general.architecture", "llama");
   const std::string p = tmp.file("weights-only.gguf");

@@ -71,9 +71,13 @@ class CudaBackend final : public Backend {
     poison_ = poison && std::strcmp(poison, "0") != 0;
     const char* gemv = std::getenv("LMSCOPE_CUDA_GEMV");   // 0: every matmul through cuBLAS
     gemv_ = !(gemv && std::strcmp(gemv, "0") == 0);
+    const char* graphs = std::getenv("LMSCOPE_CUDA_GRAPHS");   // 1: decode steps as graphs
+    graphs_ = graphs && std::strcmp(graphs, "0") != 0;
   }
   ~CudaBackend() override {
+    if (capturing_) abandon_capture();
     (void)cudaStreamSynchronize(st_);
+    if (exec_) (void)cudaGraphExecDestroy(exec_);
     timer_.reset();   // prints its table when LMSCOPE_CUDA_OP_TIMES is set
     (void)cublasDestroy(blas_);
     (void)cudaStreamDestroy(st_);
@@ -141,8 +145,47 @@ class CudaBackend final : public Backend {
   }
 
   void synchronize() override {
+    if (capturing_) end_capture_and_launch();
     LMSCOPE_CUDA_CHECK(cudaStreamSynchronize(st_));
+    staging_.clear();
     timer_->collect();
+  }
+
+  // ---- decode steps as CUDA graphs (LMSCOPE_CUDA_GRAPHS=1; off by default until measured) ----
+  // A decode step (T = 1) is captured instead of launched: its ~510 launches become nodes of
+  // one graph, launched once. The first synchronize of the step (the logits' copy, or a hook
+  // flush) ends the capture; each step's graph updates the one instantiated before
+  // (cudaGraphExecUpdate: same topology, new sizes and addresses), or is instantiated anew
+  // when the topology changed. Results are bit-identical: the same kernels in the same order.
+  void begin_forward(int64_t B, int64_t T) override {
+    (void)B;
+    if (capturing_) abandon_capture();   // a forward that threw mid-capture
+    if (graphs_ && T == 1 && !timer_->enabled()) {
+      LMSCOPE_CUDA_CHECK(cudaStreamBeginCapture(st_, cudaStreamCaptureModeRelaxed));
+      capturing_ = true;
+    }
+  }
+  void end_capture_and_launch() {
+    capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    LMSCOPE_CUDA_CHECK(cudaStreamEndCapture(st_, &graph));
+    std::unique_ptr<CUgraph_st, void (*)(cudaGraph_t)> owned(graph, [](cudaGraph_t g) { (void)cudaGraphDestroy(g); });
+    if (exec_) {
+      cudaGraphExecUpdateResultInfo info;
+      if (cudaGraphExecUpdate(exec_, graph, &info) != cudaSuccess) {
+        (void)cudaGetLastError();
+        (void)cudaGraphExecDestroy(exec_);
+        exec_ = nullptr;
+      }
+    }
+    if (!exec_) LMSCOPE_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph, 0));
+    LMSCOPE_CUDA_CHECK(cudaGraphLaunch(exec_, st_));
+  }
+  void abandon_capture() {
+    capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamEndCapture(st_, &graph) == cudaSuccess && graph) (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
   }
 
   // Times the op in scope when LMSCOPE_CUDA_OP_TIMES is set (op_timer.h); `bytes`: what it
@@ -151,11 +194,18 @@ class CudaBackend final : public Backend {
     return timer_->time(label, bytes);
   }
 
+  // Through a pinned staging block, kept until the next synchronize: the caller may free its
+  // host tensor at once, and a copy from pinned memory can be captured into a graph.
   Tensor upload(const Tensor& host) override {
     forget_rounded();
     if (host.device() == Device::Cuda) return host;
     Tensor d = device_tensor(host.shape(), host.dtype());
-    if (d.nbytes()) LMSCOPE_CUDA_CHECK(cudaMemcpyAsync(d.raw(), host.raw(), d.nbytes(), cudaMemcpyHostToDevice, st_));
+    if (d.nbytes()) {
+      std::shared_ptr<void> stage = pinned_->get(d.nbytes());
+      std::memcpy(stage.get(), host.raw(), d.nbytes());
+      LMSCOPE_CUDA_CHECK(cudaMemcpyAsync(d.raw(), stage.get(), d.nbytes(), cudaMemcpyHostToDevice, st_));
+      staging_.push_back(std::move(stage));
+    }
     if (host.dtype() == DType::I32) ids_device_ = d.raw(), ids_host_ = host;   // for embed's id check
     return d;
   }
@@ -349,6 +399,9 @@ class CudaBackend final : public Backend {
   bool bf16_;
   bool poison_ = false;
   bool gemv_ = true;
+  bool graphs_ = false, capturing_ = false;
+  cudaGraphExec_t exec_ = nullptr;                  // the decode step's graph, updated each step
+  std::vector<std::shared_ptr<void>> staging_;      // pinned upload blocks, until synchronize
   int sm_count_ = 0;
   cudaStream_t st_ = nullptr;
   cublasHandle_t blas_ = nullptr;
