@@ -21,6 +21,7 @@ namespace lmscope::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 4;   // a block: 4 outputs (small O still spreads over the SMs)
+constexpr int kLoads = 8;           // 16-byte loads of W in flight per lane
 
 __device__ __forceinline__ float warp_sum(float v) {
   for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
@@ -57,17 +58,31 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   for (int n = 0; n < NR; ++n) acc[n] = 0.0f;
 
   if (vec) {
-    for (int64_t i0 = int64_t(lane) * kVec; i0 < I; i0 += 32 * kVec) {
-      const uint4 wraw = __ldg(reinterpret_cast<const uint4*>(w + i0));   // kVec weights
-      const WT* wv = reinterpret_cast<const WT*>(&wraw);
+    // kLoads 16-byte loads of W in flight per lane before any is used: a warp alone keeps
+    // 4 KiB on the way to the multiprocessor, which a memory-bound kernel needs when there
+    // are few outputs per multiprocessor (O = 1536 is ~12 warps each).
+    constexpr int64_t kStride = 32 * kVec;   // elements a warp covers per load
+    for (int64_t base = int64_t(lane) * kVec; base < I; base += kStride * kLoads) {
+      uint4 wraw[kLoads];
 #pragma unroll
-      for (int n = 0; n < NR; ++n) {
-        float4 xraw[kVec / 4];                                               // kVec inputs
+      for (int u = 0; u < kLoads; ++u) {
+        const int64_t i0 = base + u * kStride;
+        wraw[u] = i0 < I ? __ldg(reinterpret_cast<const uint4*>(w + i0)) : make_uint4(0, 0, 0, 0);
+      }
 #pragma unroll
-        for (int j = 0; j < kVec / 4; ++j) xraw[j] = __ldg(reinterpret_cast<const float4*>(x + n * I + i0) + j);
-        const float* xv = reinterpret_cast<const float*>(xraw);
+      for (int u = 0; u < kLoads; ++u) {
+        const int64_t i0 = base + u * kStride;
+        if (i0 >= I) break;
+        const WT* wv = reinterpret_cast<const WT*>(&wraw[u]);               // kVec weights
 #pragma unroll
-        for (int j = 0; j < kVec; ++j) acc[n] = fmaf(weight_f32(wv[j]), operand<WT>(xv[j]), acc[n]);
+        for (int n = 0; n < NR; ++n) {
+          float4 xraw[kVec / 4];                                             // kVec inputs
+#pragma unroll
+          for (int j = 0; j < kVec / 4; ++j) xraw[j] = __ldg(reinterpret_cast<const float4*>(x + n * I + i0) + j);
+          const float* xv = reinterpret_cast<const float*>(xraw);
+#pragma unroll
+          for (int j = 0; j < kVec; ++j) acc[n] = fmaf(weight_f32(wv[j]), operand<WT>(xv[j]), acc[n]);
+        }
       }
     }
   } else {
