@@ -112,7 +112,20 @@ __global__ void bf16_to_f32_kernel(float* out, const uint16_t* x, int64_t n) {
   if (i < n) out[i] = lmscope::bf16_to_f32(x[i]);
 }
 
+__global__ void spin_kernel(uint64_t ns) {
+  uint64_t start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
 }  // namespace
+
+void spin(int64_t us, cudaStream_t st) {
+  spin_kernel<<<1, 1, 0, st>>>(uint64_t(us) * 1000);
+  LMSCOPE_LAUNCHED(spin_kernel);
+}
 
 cudaError_t probe_kernel_image() {
   cudaFuncAttributes attr;

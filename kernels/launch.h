@@ -36,6 +36,9 @@ void rope(float* out, const float* x, const float* cos, const float* sin, int64_
 // out = silu(gate) * up,  out = a + b    (n elements)
 void swiglu(float* out, const float* gate, const float* up, int64_t n, cudaStream_t st);
 void add(float* out, const float* a, const float* b, int64_t n, cudaStream_t st);
+// Keeps the stream busy for about `us` microseconds (one thread reading the global timer):
+// lets the host queue work ahead of the device (the per-op timer uses it).
+void spin(int64_t us, cudaStream_t st);
 // bf16 <-> f32, round to nearest even (kernels/dtype_convert.cuh)
 void f32_to_bf16(uint16_t* out, const float* x, int64_t n, cudaStream_t st);
 void bf16_to_f32(float* out, const uint16_t* x, int64_t n, cudaStream_t st);

@@ -29,6 +29,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
+# What the binaries are built from: both halves hash the same files, so a stale bundle shows.
+source_hash() {
+  find CMakeLists.txt lib kernels tools tests -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.cu' \
+      -o -name '*.cuh' -o -name CMakeLists.txt \) | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16
+}
+
 # ---------------------------------------------------------------------------------------
 if [ "${1:-}" = "bundle" ]; then
   set -e
@@ -52,6 +58,7 @@ if [ "${1:-}" = "bundle" ]; then
     echo "commit $(git rev-parse HEAD 2>/dev/null) (+ working tree changes: $(git status --porcelain | wc -l) files)"
     echo "built $(date -u +%FT%TZ) on $(. /etc/os-release; echo "$PRETTY_NAME"), $(ldd --version | head -1)"
     echo "nvcc $(nvcc --version | tail -1), CMAKE_CUDA_ARCHITECTURES=$arch"
+    echo "sources $(source_hash)"
     echo "needs: $(objdump -T "$stage"/bin/* "$stage"/lib/* 2>/dev/null | grep -o 'GLIBC_[0-9.]*\|GLIBCXX_[0-9.]*' \
       | sort -t_ -k1,1 -k2V -u | awk -F_ '{last[$1]=$0} END {print last["GLIBC"], last["GLIBCXX"]}')"
   } > "$stage/BUILD-INFO"
@@ -123,7 +130,10 @@ if [ -f .gpu/bundle.tar.xz ]; then
   missing=$(lm ldd /tmp/lmscope-gpu/bin/* 2>&1 | grep -E "not found|version .* not found" | sort -u)
   if [ -z "$missing" ] && lm /tmp/lmscope-gpu/bin/lmscope-bench --help >/dev/null 2>&1; then
     BIN=/tmp/lmscope-gpu/bin
-    note "- binaries: the carried bundle ($(head -1 /tmp/lmscope-gpu/BUILD-INFO); $(sed -n 3,4p /tmp/lmscope-gpu/BUILD-INFO | tr '\n' ' '))"
+    note "- binaries: the carried bundle ($(head -1 /tmp/lmscope-gpu/BUILD-INFO); $(grep -E '^(nvcc|needs)' /tmp/lmscope-gpu/BUILD-INFO | tr '\n' ' '))"
+    built_from=$(sed -n 's/^sources //p' /tmp/lmscope-gpu/BUILD-INFO)
+    [ "$built_from" = "$(source_hash)" ] ||
+      fail "the bundle was built from other sources ($built_from) than these ($(source_hash)): run 'scripts/gpu-check.sh bundle' again before the device run"
   else
     note "- the carried bundle does not load here: $(echo "$missing" | head -3 | tr '\n' ' '); building instead"
     LM_LD=$(join_path "${extra[@]}" ${LD_LIBRARY_PATH:+"$LD_LIBRARY_PATH"})
@@ -193,8 +203,10 @@ for variant in LMSCOPE_CUDA_GEMV=0:cublas LMSCOPE_CUDA_GRAPHS=1:graphs; do
   for b in 1 8; do
     [ "${variant#*:}" = cublas ] && [ $b = 8 ] && continue   # batch 8 is on cuBLAS anyway
     timeout "$(budget 60)" env LD_LIBRARY_PATH="$LM_LD" "${variant%:*}" "$BIN/lmscope-bench" --model "$src" --backend cuda \
-        --dtype bf16 --batch $b "${BENCH[@]}" --loop forward --configs none --json "$WORK/bench_b${b}_${variant#*:}.json" ||
-      fail "lmscope-bench batch $b with ${variant%:*} failed"
+        --dtype bf16 --batch $b "${BENCH[@]}" --loop forward --configs none --json "$WORK/bench_b${b}_${variant#*:}.json" \
+        2> "$WORK/bench_b${b}_${variant#*:}.err" || fail "lmscope-bench batch $b with ${variant%:*} failed"
+    cat "$WORK/bench_b${b}_${variant#*:}.err"
+    grep -h '^lmscope cuda graphs' "$WORK/bench_b${b}_${variant#*:}.err" | sed "s/^/    batch $b: /" | tee -a "$REPORT"
   done
 done
 timeout "$(budget 60)" env LD_LIBRARY_PATH="$LM_LD" LMSCOPE_CUDA_OP_TIMES=1 "$BIN/lmscope-bench" --model "$src" --backend cuda \
@@ -266,12 +278,14 @@ PY
 # ---- 4. sanitizers on the kernel tests (last: the figures above are already safe) ----------
 note ""
 note "## compute-sanitizer ($(elapsed))"
-if command -v compute-sanitizer >/dev/null; then
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -1)
+[ -n "$sanitizer" ] || sanitizer=$(find /usr/local /opt -name compute-sanitizer -type f -perm -u+x 2>/dev/null | head -1)
+if [ -n "$sanitizer" ]; then
   for tool in memcheck racecheck; do
     filter='CudaKernels.*:Shapes/CudaAttention.*'
     [ "$tool" = racecheck ] && filter='Shapes/CudaAttention.*'   # the kernels with shared memory
     if [ "$(time_left)" -lt 30 ]; then note "$tool: not run, the time budget is spent"; continue; fi
-    LMSCOPE_SOURCE_DIR=$ROOT timeout "$(budget 90)" env LD_LIBRARY_PATH="$LM_LD" compute-sanitizer --tool $tool \
+    LMSCOPE_SOURCE_DIR=$ROOT timeout "$(budget 90)" env LD_LIBRARY_PATH="$LM_LD" "$sanitizer" --tool $tool \
         --error-exitcode 99 "$BIN/test_cuda" --gtest_filter="$filter" > "$WORK/sanitizer_$tool.log" 2>&1
     rc=$?
     case $rc in
@@ -282,7 +296,7 @@ if command -v compute-sanitizer >/dev/null; then
     esac
   done
 else
-  note "compute-sanitizer not on the PATH: not run"
+  fail "compute-sanitizer not found (PATH, /usr/local/cuda, /opt): not run"
 fi
 
 note ""

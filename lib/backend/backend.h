@@ -46,6 +46,9 @@ class Backend {
     (void)B;
     (void)T;
   }
+  // ... and, when it throws before its end, says so on the way out (CUDA: drops an unfinished
+  // capture, so that the stream runs eagerly again).
+  virtual void abandon_forward() {}
 
   // out[b,t,:] = table[ids[b,t],:]          out [B,T,D], ids [B,T] int32, table [V,D]
   virtual void embed(Tensor& out, const Tensor& ids, const Tensor& table) = 0;

@@ -5,6 +5,7 @@
 #include "model/decoder.h"
 
 #include <algorithm>
+#include <exception>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -51,6 +52,19 @@ class HookQueue {
   std::vector<Pending> pending_;
   size_t bytes_ = 0;
 };
+// Announces a forward to the backend (begin_forward) and, if the forward throws before its
+// end, tells it so on the way out (abandon_forward: CUDA drops an unfinished graph capture).
+class ForwardScope {
+ public:
+  ForwardScope(Backend& be, int64_t B, int64_t T) : be_(be) { be_.begin_forward(B, T); }
+  ~ForwardScope() {
+    if (std::uncaught_exceptions() > uncaught_) be_.abandon_forward();
+  }
+
+ private:
+  Backend& be_;
+  int uncaught_ = std::uncaught_exceptions();
+};
 }  // namespace
 
 Decoder::Decoder(const ModelConfig& cfg, const Weights& w, Backend& backend) : cfg_(cfg), backend_(backend) {
@@ -85,7 +99,7 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     throw std::runtime_error("forward: " + std::to_string(S) + " positions exceed the KV cache capacity " +
                              std::to_string(cache->capacity));
 
-  be.begin_forward(B, T);
+  ForwardScope step(be, B, T);
 
   // Offer a tensor to the trace; an unwanted hook costs this one check.
   HookQueue hooked(be, trace);

@@ -130,19 +130,28 @@ TEST(CudaHooks, EnabledHooksDoNotChangeResults) {
   EXPECT_TRUE(close(with_probs, plain_copy, 1e-6, 1e-5)) << "materialized attention";
 }
 
-// LMSCOPE_CUDA_GRAPHS=1 captures each decode step into a CUDA graph: the same kernels in the
-// same order, so every hook of every step must be bit-identical to the eager run, in f32
-// and bf16, with the materialized and the fused attention, and without a trace.
+// LMSCOPE_CUDA_GRAPHS=1 captures each decode step (but the first) into a CUDA graph: the
+// same kernels in the same order, so every hook of every step must be bit-identical to the
+// eager run, in f32 and bf16, with the materialized and the fused attention, and untraced.
+// Five rows (more than the gemv takes: cuBLAS is captured too) with prompts of 3 to 70
+// tokens, 12 steps: S crosses 64 and the fused attention's split-K plan changes between
+// steps, so graphs are both updated in place and instantiated anew.
 TEST(CudaGraphs, DecodeStepsAsGraphsAreBitIdentical) {
   for (const char* dtype : {"f32", "bf16"}) {
     LMSCOPE_CUDA_OR_SKIP(eager, dtype);
     std::unique_ptr<Backend> graphs = cuda_backend_with("LMSCOPE_CUDA_GRAPHS", "1", dtype);
     Model m;
     GenerateOptions o = options(PaddingSide::Left, true);
-    o.max_new_tokens = 6;
+    o.prompts.clear();
+    for (int len : {3, 70, 17, 55, 64}) {
+      std::vector<int32_t> p;
+      for (int i = 0; i < len; ++i) p.push_back(1 + (i * 37 + len) % 290);
+      o.prompts.push_back(p);
+    }
+    o.max_new_tokens = 12;
     ToleranceTable exact = ToleranceTable::defaults();
     exact.add_override("*", {0, 0}, "bit-identical");
-    for (const std::string hooks : {std::string("*"), std::string(kFusedAttentionHooks)}) {
+    for (const std::string& hooks : {std::string("*"), std::string(kFusedAttentionHooks)}) {
       const std::string tag = std::string(dtype) + (hooks == "*" ? "-all" : "-fused");
       const std::string a = temp("graphs-" + tag), ref = temp("eager-" + tag);
       EXPECT_EQ(traced(*graphs, m, o, a, hooks), traced(*eager, m, o, ref, hooks)) << tag;
@@ -157,4 +166,21 @@ TEST(CudaGraphs, DecodeStepsAsGraphsAreBitIdentical) {
     Decoder dg(m.cfg, m.w, *graphs), de(m.cfg, m.w, *eager);
     EXPECT_EQ(generate(dg, o, nullptr).new_tokens, generate(de, o, nullptr).new_tokens) << dtype << " untraced";
   }
+}
+
+// A forward that throws in the middle of a captured step (a token id outside the vocabulary,
+// found by embed) leaves the backend able to run the next one, eagerly or captured.
+TEST(CudaGraphs, AThrowMidCaptureLeavesTheBackendUsable) {
+  LMSCOPE_CUDA_OR_SKIP(eager, "f32");
+  std::unique_ptr<Backend> graphs = cuda_backend_with("LMSCOPE_CUDA_GRAPHS", "1", "f32");
+  Model m;
+  GenerateOptions o = options(PaddingSide::Left, true);
+  Decoder dg(m.cfg, m.w, *graphs), de(m.cfg, m.w, *eager);
+  const auto want = generate(de, o, nullptr).new_tokens;
+  EXPECT_EQ(generate(dg, o, nullptr).new_tokens, want);   // decode steps now capture
+  Batch b = Batch::from_prompts({{5}}, PaddingSide::Left, 0);
+  StepInput bad{b.ids_tensor(), b.position_ids(), b.mask_tensor()};
+  bad.input_ids.i32()[0] = int32_t(m.cfg.vocab_size) + 7;
+  EXPECT_THROW(dg.forward(bad, nullptr, nullptr, LogitsFor::LastPosition), std::runtime_error);
+  EXPECT_EQ(generate(dg, o, nullptr).new_tokens, want) << "after the throw";
 }

@@ -46,7 +46,7 @@ void BlockPool::raw_free(void* p) {
 
 void BlockPool::release_cached() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (free_.empty()) return;
+  if (free_.empty() || capturing_) return;
   (void)cudaDeviceSynchronize();
   for (auto& [size, p] : free_) raw_free(p);
   free_.clear();

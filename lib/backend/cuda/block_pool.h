@@ -31,6 +31,9 @@ class BlockPool : public std::enable_shared_from_this<BlockPool> {
   size_t bytes_cached() const { return cached_; }
   // Frees every cached block (after a device synchronize).
   void release_cached();
+  // While a stream is being captured into a graph, the device must not be synchronized:
+  // release_cached does nothing, and an allocation that fails fails at once.
+  void set_capturing(bool on) { capturing_ = on; }
 
  private:
   void give_back(void* p, size_t bytes);
@@ -41,6 +44,7 @@ class BlockPool : public std::enable_shared_from_this<BlockPool> {
   std::mutex mu_;
   std::multimap<size_t, void*> free_;   // size -> block
   size_t in_use_ = 0, cached_ = 0;
+  bool capturing_ = false;
 };
 
 }  // namespace lmscope::cuda

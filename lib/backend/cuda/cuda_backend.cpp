@@ -22,7 +22,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <functional>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -66,6 +66,9 @@ class CudaBackend final : public Backend {
     LMSCOPE_CUBLAS_CHECK(cublasCreate(&blas_));
     LMSCOPE_CUBLAS_CHECK(cublasSetStream(blas_, st_));
     LMSCOPE_CUBLAS_CHECK(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));   // no TF32 for f32
+    // A workspace of our own: cuBLAS must not allocate one inside a graph capture.
+    LMSCOPE_CUDA_CHECK(cudaMalloc(&blas_workspace_, kBlasWorkspaceBytes));
+    LMSCOPE_CUBLAS_CHECK(cublasSetWorkspace(blas_, blas_workspace_, kBlasWorkspaceBytes));
     timer_ = std::make_unique<cuda::OpTimer>(st_);
     const char* poison = std::getenv("LMSCOPE_CUDA_POISON");
     poison_ = poison && std::strcmp(poison, "0") != 0;
@@ -78,6 +81,13 @@ class CudaBackend final : public Backend {
     if (capturing_) abandon_capture();
     (void)cudaStreamSynchronize(st_);
     if (exec_) (void)cudaGraphExecDestroy(exec_);
+    if (graphs_ && graph_steps_ > 0)
+      std::fprintf(stderr, "lmscope cuda graphs: %lld decode steps as graphs, %lld updated in place, %lld instantiated%s\n",
+                   (long long)graph_steps_, (long long)graph_updates_, (long long)graph_instantiations_,
+                   last_update_failure_ ? (" (last update refused: cudaGraphExecUpdateResult " +
+                                           std::to_string(last_update_failure_) + ")").c_str()
+                                        : "");
+    if (blas_workspace_) (void)cudaFree(blas_workspace_);
     timer_.reset();   // prints its table when LMSCOPE_CUDA_OP_TIMES is set
     (void)cublasDestroy(blas_);
     (void)cudaStreamDestroy(st_);
@@ -157,40 +167,60 @@ class CudaBackend final : public Backend {
   // flush) ends the capture; each step's graph updates the one instantiated before
   // (cudaGraphExecUpdate: same topology, new sizes and addresses), or is instantiated anew
   // when the topology changed. Results are bit-identical: the same kernels in the same order.
+  // The first decode step runs eagerly (the first use of the decode kernels, and anything a
+  // library initializes lazily, stay outside a capture); the later ones are captured.
   void begin_forward(int64_t B, int64_t T) override {
     (void)B;
-    if (capturing_) abandon_capture();   // a forward that threw mid-capture
-    if (graphs_ && T == 1 && !timer_->enabled()) {
+    if (capturing_) abandon_capture();   // defensive: abandon_forward should have done it
+    timer_->begin_step();
+    if (T == 1 && graphs_ && !timer_->enabled() && decode_steps_++ > 0) {
       LMSCOPE_CUDA_CHECK(cudaStreamBeginCapture(st_, cudaStreamCaptureModeRelaxed));
-      capturing_ = true;
+      set_capturing(true);
     }
   }
+  void abandon_forward() override {
+    if (capturing_) abandon_capture();
+  }
   void end_capture_and_launch() {
-    capturing_ = false;
+    set_capturing(false);
     cudaGraph_t graph = nullptr;
     LMSCOPE_CUDA_CHECK(cudaStreamEndCapture(st_, &graph));
     std::unique_ptr<CUgraph_st, void (*)(cudaGraph_t)> owned(graph, [](cudaGraph_t g) { (void)cudaGraphDestroy(g); });
+    ++graph_steps_;
     if (exec_) {
-      cudaGraphExecUpdateResultInfo info;
-      if (cudaGraphExecUpdate(exec_, graph, &info) != cudaSuccess) {
+      cudaGraphExecUpdateResultInfo info{};
+      if (cudaGraphExecUpdate(exec_, graph, &info) == cudaSuccess) {
+        ++graph_updates_;
+      } else {   // another topology (split-K appeared, a hook flush...): instantiate anew
         (void)cudaGetLastError();
+        last_update_failure_ = int(info.result);
         (void)cudaGraphExecDestroy(exec_);
         exec_ = nullptr;
       }
     }
-    if (!exec_) LMSCOPE_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph, 0));
+    if (!exec_) {
+      LMSCOPE_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph, 0));
+      ++graph_instantiations_;
+    }
     LMSCOPE_CUDA_CHECK(cudaGraphLaunch(exec_, st_));
   }
   void abandon_capture() {
-    capturing_ = false;
+    set_capturing(false);
     cudaGraph_t graph = nullptr;
     if (cudaStreamEndCapture(st_, &graph) == cudaSuccess && graph) (void)cudaGraphDestroy(graph);
     (void)cudaGetLastError();
   }
+  // While capturing, the pools must not synchronize the device to give memory back.
+  void set_capturing(bool on) {
+    capturing_ = on;
+    dev_->set_capturing(on);
+    pinned_->set_capturing(on);
+  }
 
   // Times the op in scope when LMSCOPE_CUDA_OP_TIMES is set (op_timer.h); `bytes`: what it
   // must read and write at least.
-  cuda::OpTimer::Scope timed(const std::function<std::string()>& label, double bytes) {
+  template <class Label>
+  cuda::OpTimer::Scope timed(const Label& label, double bytes) {
     return timer_->time(label, bytes);
   }
 
@@ -401,6 +431,10 @@ class CudaBackend final : public Backend {
   bool gemv_ = true;
   bool graphs_ = false, capturing_ = false;
   cudaGraphExec_t exec_ = nullptr;                  // the decode step's graph, updated each step
+  int64_t decode_steps_ = 0, graph_steps_ = 0, graph_updates_ = 0, graph_instantiations_ = 0;
+  int last_update_failure_ = 0;
+  static constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;   // NVIDIA's advice for Hopper
+  void* blas_workspace_ = nullptr;
   std::vector<std::shared_ptr<void>> staging_;      // pinned upload blocks, until synchronize
   int sm_count_ = 0;
   cudaStream_t st_ = nullptr;

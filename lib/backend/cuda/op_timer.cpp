@@ -6,12 +6,17 @@
 #include <cstring>
 
 #include "backend/cuda/cuda_check.h"
+#include "kernels/launch.h"
 
 namespace lmscope::cuda {
 
 OpTimer::OpTimer(cudaStream_t st) : st_(st) {
   const char* env = std::getenv("LMSCOPE_CUDA_OP_TIMES");
   enabled_ = env && std::strcmp(env, "0") != 0;
+}
+
+void OpTimer::begin_step() {
+  if (enabled_) spin(20000, st_);   // microseconds
 }
 
 cudaEvent_t OpTimer::event() {

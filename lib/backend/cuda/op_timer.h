@@ -5,13 +5,14 @@
 // device time, and the bandwidth the op reached over the bytes it must move at least.
 // lmscope-bench prints it; scripts/gpu-check.sh puts it in its report.
 //
-// Off, an op pays one branch. On, the events add a little host work per op; the device times
-// are the ops' own (an event is stamped when the stream reaches it), the wall clock is not.
+// Off, an op pays one branch. On, the events add a little host work per op, and each step
+// starts with a 20 ms spin of the device (begin_step) so that the step is queued ahead of
+// it: the device times are then the ops' own (an event is stamped when the stream reaches
+// it); the wall clock, and so the tokens/s of such a run, are not.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -42,12 +43,17 @@ class OpTimer {
     OpTimer* t_ = nullptr;
     size_t i_ = 0;
   };
-  // Starts timing an op. `label` is only called when enabled; `bytes`: what the op reads and
-  // writes at least (0: no bandwidth column).
-  Scope time(const std::function<std::string()>& label, double bytes) {
+  // Starts timing an op. `label` (a callable returning the label) is only called when
+  // enabled; `bytes`: what the op reads and writes at least (0: no bandwidth column).
+  template <class Label>
+  Scope time(const Label& label, double bytes) {
     if (!enabled_) return Scope();
     return Scope(this, start(label(), bytes));
   }
+  // Called as a step begins: when enabled, holds the device for a few milliseconds so that the
+  // host queues the whole step meanwhile. Otherwise a starved device would be waiting for the
+  // host between ops, and that wait would count as the ops' time.
+  void begin_step();
   // Reads the elapsed times of finished ops (call after the stream was synchronized).
   void collect();
 
