@@ -60,13 +60,20 @@ int main(int argc, char** argv) {
     using clock = std::chrono::steady_clock;
     auto t0 = clock::now();
     if (!quiet) std::fprintf(stderr, "loading %s ...", margs.model.c_str());
-    std::unique_ptr<cli::ToolModel> tm = cli::load_tool_model(margs, argc, argv);
+    std::unique_ptr<cli::ToolModel> tm;
+    try {
+      tm = cli::load_tool_model(margs, argc, argv);
+    } catch (...) {
+      if (!quiet) std::fputc('\n', stderr);   // the error goes on a line of its own
+      throw;
+    }
     const ModelConfig& cfg = tm->loaded.cfg;
     Decoder& decoder = *tm->decoder;
     Backend* backend = tm->backend.get();
     if (!quiet)
-      std::fprintf(stderr, " %s, %d layers, D=%d, H=%d/%d, V=%d (%.2f s)\n", tm->loaded.source_kind.c_str(),
-                   cfg.num_layers, cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.vocab_size,
+      std::fprintf(stderr, " %s, %d layers, D=%d, H=%d/%d, V=%d; backend %s %s (%.2f s)\n",
+                   tm->loaded.source_kind.c_str(), cfg.num_layers, cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads,
+                   cfg.vocab_size, backend->name().c_str(), backend->compute_dtype().c_str(),
                    std::chrono::duration<double>(clock::now() - t0).count());
 
     GenerateOptions opt;
