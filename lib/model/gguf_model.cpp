@@ -2,6 +2,7 @@
 #include "model/gguf_model.h"
 
 #include <cstring>
+#include <memory>
 #include <set>
 #include <stdexcept>
 
@@ -157,6 +158,23 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   return c;
 }
 
+namespace {
+// A 2-D Q8_0/Q4_1 weight keeps its blocks beside the float32 values (tensor/quant_blocks.h):
+// a view into the mapped file, for the CPU's decode matmul.
+void attach_blocks(Tensor& w, const GgufFile& f, const GgufTensorInfo& t) {
+  const std::string type = ggml_type_name(t.type);
+  if (w.ndim() != 2 || w.dim(1) % QuantBlocks::kBlock != 0 || (type != "Q8_0" && type != "Q4_1")) return;
+  auto b = std::make_shared<QuantBlocks>();
+  b->type = type == "Q8_0" ? BlockType::Q8_0 : BlockType::Q4_1;
+  b->rows = w.dim(0);
+  b->cols = w.dim(1);
+  b->data = f.tensor_data(t);
+  b->owner = f.owner();
+  if (t.nbytes != uint64_t(b->rows) * b->row_bytes()) return;   // not the layout we read: floats only
+  w.set_blocks(std::move(b));
+}
+}  // namespace
+
 Tensor gguf_unpermute_rows(const Tensor& w, int n_head) {
   const int64_t rows = w.ndim() >= 1 ? w.dim(0) : 0;
   const int64_t cols = w.ndim() == 2 ? w.dim(1) : 1;
@@ -167,11 +185,22 @@ Tensor gguf_unpermute_rows(const Tensor& w, int n_head) {
   Tensor out = Tensor::zeros(w.shape());
   const float* src = w.f32();
   float* dst = out.f32();
-  for (int64_t h = 0; h < n_head; ++h)
-    for (int64_t i = 0; i < 2; ++i)
-      for (int64_t j = 0; j < half; ++j)
-        std::memcpy(dst + (h * hd + i * half + j) * cols, src + (h * hd + 2 * j + i) * cols,
-                    size_t(cols) * sizeof(float));
+  // row h*hd + i*half + j of the result is row h*hd + 2j + i of the file
+  auto permute = [&](uint8_t* to, const uint8_t* from, size_t row_bytes) {
+    for (int64_t h = 0; h < n_head; ++h)
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < half; ++j)
+          std::memcpy(to + (h * hd + i * half + j) * row_bytes, from + (h * hd + 2 * j + i) * row_bytes, row_bytes);
+  };
+  permute(reinterpret_cast<uint8_t*>(dst), reinterpret_cast<const uint8_t*>(src), size_t(cols) * sizeof(float));
+  if (const auto& blocks = w.blocks()) {   // the blocks move with their rows
+    auto copy = std::make_shared<std::vector<uint8_t>>(size_t(rows) * blocks->row_bytes());
+    permute(copy->data(), blocks->data, blocks->row_bytes());
+    auto b = std::make_shared<QuantBlocks>(*blocks);
+    b->data = copy->data();
+    b->owner = copy;
+    out.set_blocks(std::move(b));
+  }
   return out;
 }
 
@@ -192,7 +221,9 @@ GgufModel load_gguf_model(const std::string& path) {
       fail(path, "tensor '" + name + "' has shape " + shape_str(t.shape()) + " (ggml ne reversed), expected " +
                      shape_str(expected));
     used.insert(name);
-    return f.to_f32(t);
+    Tensor w = f.to_f32(t);
+    attach_blocks(w, f, t);
+    return w;
   };
 
   Weights& w = m.weights;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tensor/dtype.h"
+#include "tensor/quant_blocks.h"
 
 namespace lmscope {
 
@@ -43,6 +44,11 @@ class Tensor {
   int32_t* i32();
   const int32_t* i32() const;
 
+  // The same values as GGUF quantization blocks, when the tensor was loaded from them (a 2-D
+  // Q8_0/Q4_1 weight); null otherwise. Copies and reshapes keep it.
+  const std::shared_ptr<const QuantBlocks>& blocks() const { return blocks_; }
+  void set_blocks(std::shared_ptr<const QuantBlocks> b) { blocks_ = std::move(b); }
+
   // Same storage, new shape with the same number of elements.
   Tensor reshape(Shape shape) const;
   // Host copy converted to float32 (F16/BF16/I32 widened).
@@ -54,6 +60,7 @@ class Tensor {
   Device device_ = Device::Host;
   void* data_ = nullptr;
   std::shared_ptr<void> owner_;
+  std::shared_ptr<const QuantBlocks> blocks_;
 };
 
 }  // namespace lmscope

@@ -14,6 +14,9 @@
 #include "gguf_test_util.h"
 #include "model/gguf_model.h"
 #include "model/load_model.h"
+#include "kernels/quant_blocks.cuh"
+#include <cstring>
+#include <vector>
 
 using namespace lmscope;
 using iotest::expect_error;
@@ -318,6 +321,38 @@ TEST(SmolLM2, ConfigAndUnpermutedWeightsMatchHF) {
   const Tensor raw_q = f.to_f32("blk.0.attn_q.weight");
   EXPECT_EQ(std::memcmp(raw_q.f32() + 576, m.weights.layers[0].wq.f32() + 32 * 576, 576 * 4), 0);
   EXPECT_NE(std::memcmp(raw_q.f32() + 576, m.weights.layers[0].wq.f32() + 576, 576 * 4), 0);
+}
+
+// Every Q4_1/Q8_0 matrix keeps its blocks (for the CPU's decode matmul), and they hold the
+// very values of the float32 tensor: the Llama q/k rows un-permuted with them.
+TEST(SmolLM2, BlocksBesideTheFloatsHoldTheSameWeights) {
+  const std::string path = smollm2_path();
+  SKIP_WITHOUT_SMOLLM2(path);
+  LoadedModel m = load_model(path);
+  auto same = [](const Tensor& w, const std::string& what) {
+    ASSERT_TRUE(w.blocks()) << what << " has no blocks";
+    const QuantBlocks& b = *w.blocks();
+    ASSERT_EQ(b.rows, w.dim(0));
+    ASSERT_EQ(b.cols, w.dim(1));
+    std::vector<float> y(32);
+    for (int64_t r = 0; r < b.rows; ++r)
+      for (int64_t k = 0; k < b.cols / 32; ++k) {
+        const uint8_t* blk = b.data + r * b.row_bytes() + k * b.block_bytes();
+        if (b.type == BlockType::Q8_0) quant::dequant_q8_0(blk, y.data());
+        else quant::dequant_q4_1(blk, y.data());
+        ASSERT_EQ(0, std::memcmp(y.data(), w.f32() + r * b.cols + k * 32, 32 * sizeof(float)))
+            << what << " row " << r << " block " << k;
+      }
+  };
+  same(m.weights.embed, "token_embd (Q8_0)");
+  for (int l : {0, 29}) {
+    const LayerWeights& L = m.weights.layers[size_t(l)];
+    same(L.wq, "layer " + std::to_string(l) + " q (permuted)");
+    same(L.wk, "layer " + std::to_string(l) + " k (permuted)");
+    same(L.wv, "layer " + std::to_string(l) + " v");
+    same(L.w_down, "layer " + std::to_string(l) + " down");
+  }
+  EXPECT_FALSE(m.weights.final_norm.blocks());   // F32 vectors: none
 }
 
 TEST(SmolLM2, DequantSpeed) {

@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
 
+#include "backend/cpu/block_matmul.h"
+#include "backend/cpu/over_rows.h"
 #include "kernels/activation.cuh"
 #include "kernels/attention_math.cuh"
 #include "kernels/rmsnorm.cuh"
@@ -26,7 +29,12 @@ void check(bool ok, const char* what) {
 // slice on one thread. Letting Debian's (pthread) OpenBLAS start its own threads next to
 // OpenMP's made them spin against each other: decode on SmolLM2's shapes fell from ~30 to
 // under 1 token/s on 2 cores.
-CpuBackend::CpuBackend() { openblas_set_num_threads(1); }
+// LMSCOPE_CPU_BLOCKS=0: decode multiplies by the float32 copies of GGUF weights too.
+CpuBackend::CpuBackend() {
+  openblas_set_num_threads(1);
+  const char* blocks = std::getenv("LMSCOPE_CPU_BLOCKS");
+  use_blocks_ = !(blocks && std::strcmp(blocks, "0") == 0);
+}
 
 Tensor CpuBackend::alloc(const Shape& shape) { return Tensor::zeros(shape, DType::F32); }
 
@@ -71,17 +79,18 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& W, const Ten
   // Row-major out[N,O] = x[N,I] @ W[O,I]^T, each thread taking a slice of the O outputs:
   //   out[:, o0:o1] = x @ W[o0:o1]^T   (ldc = O keeps the slice inside the full output)
   const float* X = x.f32();
-  const float* Wp = W.f32();
   float* Y = out.f32();
-#pragma omp parallel
-  {
-    const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
-    const int64_t per = (O + nt - 1) / nt;
-    const int64_t o0 = std::min(O, id * per), o1 = std::min(O, o0 + per);
-    if (o1 > o0)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(N), int(o1 - o0), int(I), 1.0f, X, int(I),
-                  Wp + o0 * I, int(I), 0.0f, Y + o0, int(O));
+  // Decode (a few rows) over a GGUF weight's blocks: ~6x fewer bytes than its float32 copy.
+  const QuantBlocks* blocks = W.blocks().get();
+  if (blocks && use_blocks_ && N <= cpu::kBlockMatmulMaxRows && blocks->rows == O && blocks->cols == I) {
+    cpu::block_matmul(Y, X, *blocks, bias.defined() && bias.numel() > 0 ? bias.f32() : nullptr, N);
+    return;
   }
+  const float* Wp = W.f32();
+  cpu::over_outputs(O, [&](int64_t o0, int64_t o1) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(N), int(o1 - o0), int(I), 1.0f, X, int(I), Wp + o0 * I,
+                int(I), 0.0f, Y + o0, int(O));
+  });
   if (bias.defined() && bias.numel() > 0) {
     const float* b = bias.f32();
     float* o = out.f32();

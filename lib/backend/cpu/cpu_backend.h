@@ -1,4 +1,5 @@
-// The CPU reference backend: float32, OpenBLAS sgemm for matmuls, OpenMP across rows.
+// The CPU reference backend: float32, OpenBLAS sgemm for matmuls, OpenMP across rows; decode's
+// matmuls over a GGUF weight's Q8_0/Q4_1 blocks when it has them (block_matmul.h).
 // Per-element math comes from kernels/*.cuh, the same functions the CUDA kernels use.
 #pragma once
 #include "backend/backend.h"
@@ -26,6 +27,9 @@ class CpuBackend final : public Backend {
   void swiglu(Tensor& out, const Tensor& gate, const Tensor& up) override;
   void add(Tensor& out, const Tensor& a, const Tensor& b) override;
   void select_column(Tensor& out, const Tensor& x, int64_t t) override;
+
+ private:
+  bool use_blocks_ = true;   // decode over GGUF blocks (block_matmul.h); LMSCOPE_CPU_BLOCKS=0: off
 };
 
 }  // namespace lmscope

@@ -1,0 +1,137 @@
+#include "backend/cpu/block_matmul.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "backend/cpu/over_rows.h"
+#include "kernels/quant_blocks.cuh"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define LMSCOPE_AVX2 __attribute__((target("avx2,fma")))
+#endif
+
+namespace lmscope::cpu {
+
+namespace {
+
+void check_rows(int64_t N) {
+  if (N < 1 || N > kBlockMatmulMaxRows)
+    throw std::logic_error("block_matmul: " + std::to_string(N) + " rows, at most " +
+                           std::to_string(kBlockMatmulMaxRows));
+}
+
+}  // namespace
+
+// ---- portable: dequantize a block (the loader's own function), then dot ----------------
+void block_matmul_portable(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
+  check_rows(N);
+  const int64_t O = W.rows, I = W.cols, nb = I / QuantBlocks::kBlock;
+  over_outputs(O, [&](int64_t o0, int64_t o1) {
+    float w[QuantBlocks::kBlock];
+    for (int64_t o = o0; o < o1; ++o) {
+      const uint8_t* row = W.data + o * W.row_bytes();
+      float acc[kBlockMatmulMaxRows] = {};
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = row + b * W.block_bytes();
+        if (W.type == BlockType::Q8_0)
+          quant::dequant_q8_0(blk, w);
+        else
+          quant::dequant_q4_1(blk, w);
+        for (int64_t n = 0; n < N; ++n) {
+          const float* xb = x + n * I + b * QuantBlocks::kBlock;
+          float s = 0;
+          for (int j = 0; j < QuantBlocks::kBlock; ++j) s += w[j] * xb[j];
+          acc[n] += s;
+        }
+      }
+      for (int64_t n = 0; n < N; ++n) out[n * O + o] = acc[n] + (bias ? bias[o] : 0.0f);
+    }
+  });
+}
+
+#if defined(LMSCOPE_AVX2)
+namespace {
+
+LMSCOPE_AVX2 inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// The 32 weights of a block as 4 vectors of 8 floats, without the scale: q (Q8_0: -128..127;
+// Q4_1: 0..15, elements 0-15 from the low nibbles, 16-31 from the high ones).
+LMSCOPE_AVX2 inline void block_q(const uint8_t* blk, BlockType type, __m256 q[4]) {
+  if (type == BlockType::Q8_0) {
+    const uint8_t* qs = blk + 2;
+    for (int k = 0; k < 4; ++k)
+      q[k] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 * k))));
+  } else {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 4));
+    const __m128i mask = _mm_set1_epi8(0x0F);
+    const __m128i lo = _mm_and_si128(bytes, mask), hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);
+    q[0] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo));
+    q[1] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)));
+    q[2] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi));
+    q[3] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)));
+  }
+}
+
+// Outputs [o0, o1). Per block and row: s = sum(q * x) over the 32 weights (4 vector FMAs),
+// then acc += d * s (+ m * sum(x) for Q4_1), still 8 lanes wide; one horizontal sum per
+// output. (A function of its own: a lambda would not inherit the target attribute.)
+LMSCOPE_AVX2 void avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
+                               int64_t o0, int64_t o1) {
+  const int64_t O = W.rows, I = W.cols, nb = I / QuantBlocks::kBlock;
+  const bool q4_1 = W.type == BlockType::Q4_1;
+  for (int64_t o = o0; o < o1; ++o) {
+    const uint8_t* row = W.data + o * W.row_bytes();
+    __m256 acc[kBlockMatmulMaxRows];
+    for (int64_t n = 0; n < N; ++n) acc[n] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* blk = row + b * W.block_bytes();
+      __m256 q[4];
+      block_q(blk, W.type, q);
+      const __m256 d = _mm256_set1_ps(quant::load_f16(blk));
+      const __m256 m = _mm256_set1_ps(q4_1 ? quant::load_f16(blk + 2) : 0.0f);
+      for (int64_t n = 0; n < N; ++n) {
+        const float* xb = x + n * I + b * QuantBlocks::kBlock;
+        const __m256 x0 = _mm256_loadu_ps(xb), x1 = _mm256_loadu_ps(xb + 8), x2 = _mm256_loadu_ps(xb + 16),
+                     x3 = _mm256_loadu_ps(xb + 24);
+        __m256 s = _mm256_mul_ps(q[0], x0);
+        s = _mm256_fmadd_ps(q[1], x1, s);
+        s = _mm256_fmadd_ps(q[2], x2, s);
+        s = _mm256_fmadd_ps(q[3], x3, s);
+        acc[n] = _mm256_fmadd_ps(d, s, acc[n]);
+        if (q4_1) acc[n] = _mm256_fmadd_ps(m, _mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3)), acc[n]);
+      }
+    }
+    for (int64_t n = 0; n < N; ++n) out[n * O + o] = hsum(acc[n]) + (bias ? bias[o] : 0.0f);
+  }
+}
+
+}  // namespace
+
+void block_matmul_avx2(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
+  check_rows(N);
+  over_outputs(W.rows, [&](int64_t o0, int64_t o1) { avx2_outputs(out, x, W, bias, N, o0, o1); });
+}
+
+bool block_matmul_simd_available() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+#else
+void block_matmul_avx2(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
+  block_matmul_portable(out, x, W, bias, N);
+}
+bool block_matmul_simd_available() { return false; }
+#endif
+
+void block_matmul(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
+  static const bool simd = block_matmul_simd_available();
+  if (simd)
+    block_matmul_avx2(out, x, W, bias, N);
+  else
+    block_matmul_portable(out, x, W, bias, N);
+}
+
+}  // namespace lmscope::cpu

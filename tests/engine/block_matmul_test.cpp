@@ -1,0 +1,141 @@
+// Decode's matmul over GGUF blocks (lib/backend/cpu/block_matmul.h) against sgemm on the same
+// weights dequantized by the loader's own per-block functions (kernels/quant_blocks.cuh):
+// Q8_0 and Q4_1, 1 to 8 rows, widths of 1, 3 and 18 blocks, output counts that do not divide
+// between the threads, with and without bias; the AVX2 and the portable implementations
+// each; and CpuBackend::linear choosing it only when it should.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/block_matmul.h"
+#include "backend/cpu/cpu_backend.h"
+#include "kernels/dtype_convert.cuh"
+#include "kernels/quant_blocks.cuh"
+
+using namespace lmscope;
+
+namespace {
+
+// Random blocks [O, I] of `type` (scales of either sign, all nibbles/bytes used), and the same
+// weights as float32, dequantized as the GGUF loader does.
+struct Blocks {
+  std::vector<uint8_t> bytes;
+  std::shared_ptr<QuantBlocks> q;
+  Tensor w;
+};
+
+Blocks random_blocks(BlockType type, int64_t O, int64_t I, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
+  Blocks b;
+  b.q = std::make_shared<QuantBlocks>();
+  b.q->type = type;
+  b.q->rows = O;
+  b.q->cols = I;
+  b.bytes.resize(size_t(O) * b.q->row_bytes());
+  for (size_t at = 0; at < b.bytes.size(); at += b.q->block_bytes()) {
+    for (size_t k = 0; k < b.q->block_bytes(); ++k) b.bytes[at + k] = uint8_t(byte(rng));
+    const int scales = type == BlockType::Q4_1 ? 2 : 1;   // d (and m): finite f16
+    for (int s = 0; s < scales; ++s) {
+      const uint16_t h = f32_to_f16(scale(rng));
+      b.bytes[at + 2 * s] = uint8_t(h & 0xFF);
+      b.bytes[at + 2 * s + 1] = uint8_t(h >> 8);
+    }
+  }
+  b.q->data = b.bytes.data();
+  b.w = Tensor::zeros({O, I});
+  for (int64_t r = 0; r < O; ++r)
+    for (int64_t blk = 0; blk < I / 32; ++blk) {
+      const uint8_t* src = b.bytes.data() + r * b.q->row_bytes() + blk * b.q->block_bytes();
+      float* dst = b.w.f32() + r * I + blk * 32;
+      if (type == BlockType::Q8_0)
+        quant::dequant_q8_0(src, dst);
+      else
+        quant::dequant_q4_1(src, dst);
+    }
+  return b;
+}
+
+Tensor randn(const Shape& s, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Tensor t = Tensor::zeros(s);
+  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = normal(rng);
+  return t;
+}
+
+// |a - ref| <= 1e-5 * (1 + max|ref|) everywhere: float32 sums in another order.
+::testing::AssertionResult close(const float* a, const Tensor& ref) {
+  double scale = 0, worst = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i) scale = std::max(scale, double(std::fabs(ref.f32()[i])));
+  int64_t at = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    const double d = std::isfinite(a[i]) ? std::fabs(double(a[i]) - ref.f32()[i]) : INFINITY;
+    if (d > worst) worst = d, at = i;
+  }
+  if (worst <= 1e-5 * (1 + scale)) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "max |diff| " << worst << " at " << at << " (scale " << scale << ")";
+}
+
+}  // namespace
+
+TEST(BlockMatmul, BothImplementationsMatchSgemmOnTheDequantizedWeights) {
+  CpuBackend cpu;
+  for (BlockType type : {BlockType::Q8_0, BlockType::Q4_1})
+    for (auto [O, I] : std::vector<std::pair<int64_t, int64_t>>{{1, 32}, {7, 96}, {65, 576}})
+      for (int64_t N : {1, 2, 3, 8}) {
+        Blocks b = random_blocks(type, O, I, uint64_t(O * 31 + I + N));
+        Tensor x = randn({N, I}, uint64_t(N + 5)), bias = randn({O}, 9);
+        for (bool with_bias : {false, true}) {
+          Tensor ref = cpu.alloc({N, O});
+          cpu.linear(ref, x, b.w, with_bias ? bias : Tensor());   // no blocks attached: sgemm
+          const std::string where = std::string(type == BlockType::Q8_0 ? "Q8_0" : "Q4_1") + " N=" +
+                                    std::to_string(N) + " O=" + std::to_string(O) + " I=" + std::to_string(I) +
+                                    (with_bias ? " +bias" : "");
+          const float* bp = with_bias ? bias.f32() : nullptr;
+          std::vector<float> out(size_t(N * O), NAN);
+          cpu::block_matmul_portable(out.data(), x.f32(), *b.q, bp, N);
+          EXPECT_TRUE(close(out.data(), ref)) << where << " portable";
+          if (cpu::block_matmul_simd_available()) {
+            std::fill(out.begin(), out.end(), NAN);
+            cpu::block_matmul_avx2(out.data(), x.f32(), *b.q, bp, N);
+            EXPECT_TRUE(close(out.data(), ref)) << where << " avx2";
+          }
+        }
+      }
+  if (!cpu::block_matmul_simd_available()) std::printf("this processor has no AVX2+FMA: portable path only\n");
+}
+
+// linear takes the blocks for up to kBlockMatmulMaxRows rows, sgemm beyond (prefill) and
+// when LMSCOPE_CPU_BLOCKS=0: then the result is sgemm's, bit for bit.
+TEST(BlockMatmul, LinearUsesTheBlocksOnlyForDecode) {
+  Blocks b = random_blocks(BlockType::Q4_1, 33, 64, 3);
+  Tensor with = b.w.reshape(b.w.shape());
+  with.set_blocks(b.q);
+  CpuBackend cpu;
+  for (int64_t N : {int64_t(1), cpu::kBlockMatmulMaxRows, cpu::kBlockMatmulMaxRows + 1}) {
+    Tensor x = randn({N, 64}, uint64_t(N)), plain = cpu.alloc({N, 33}), blocked = cpu.alloc({N, 33});
+    cpu.linear(plain, x, b.w, Tensor());
+    cpu.linear(blocked, x, with, Tensor());
+    EXPECT_TRUE(close(blocked.f32(), plain)) << "N=" << N;
+    std::vector<float> portable(size_t(N * 33));
+    if (N <= cpu::kBlockMatmulMaxRows) {
+      cpu::block_matmul_portable(portable.data(), x.f32(), *b.q, nullptr, N);
+      EXPECT_TRUE(close(portable.data(), blocked)) << "N=" << N << ": the blocks were not used";
+    } else {
+      EXPECT_EQ(0, std::memcmp(blocked.f32(), plain.f32(), size_t(N * 33) * 4)) << "prefill must stay on sgemm";
+    }
+  }
+  ::setenv("LMSCOPE_CPU_BLOCKS", "0", 1);
+  CpuBackend off;
+  ::unsetenv("LMSCOPE_CPU_BLOCKS");
+  Tensor x = randn({1, 64}, 1), plain = off.alloc({1, 33}), blocked = off.alloc({1, 33});
+  off.linear(plain, x, b.w, Tensor());
+  off.linear(blocked, x, with, Tensor());
+  EXPECT_EQ(0, std::memcmp(blocked.f32(), plain.f32(), 33 * 4)) << "LMSCOPE_CPU_BLOCKS=0";
+}
