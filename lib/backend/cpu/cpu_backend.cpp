@@ -20,6 +20,10 @@
 namespace lmscope {
 
 namespace {
+// Below this many elements an op runs on one thread: waking the others costs more than the
+// work (a decode step's element-wise ops are a few thousand floats).
+constexpr int64_t kParallelFrom = int64_t(1) << 15;
+
 void check(bool ok, const char* what) {
   if (!ok) throw std::logic_error(std::string("cpu backend: ") + what);
 }
@@ -63,7 +67,7 @@ void CpuBackend::rmsnorm(Tensor& out, const Tensor& x, const Tensor& weight, flo
   const float* X = x.f32();
   const float* W = weight.f32();
   float* O = out.f32();
-#pragma omp parallel for
+#pragma omp parallel for if (N * D >= kParallelFrom)
   for (int64_t n = 0; n < N; ++n) {
     const float* row = X + n * D;
     double sum_sq = 0;   // double: the row mean is then exact to float rounding
@@ -94,7 +98,7 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& W, const Ten
   if (bias.defined() && bias.numel() > 0) {
     const float* b = bias.f32();
     float* o = out.f32();
-#pragma omp parallel for
+#pragma omp parallel for if (N * O >= kParallelFrom)
     for (int64_t n = 0; n < N; ++n)
       for (int64_t j = 0; j < O; ++j) o[n * O + j] += b[j];
   }
@@ -205,7 +209,7 @@ void CpuBackend::swiglu(Tensor& out, const Tensor& gate, const Tensor& up) {
   const float* g = gate.f32();
   const float* u = up.f32();
   float* o = out.f32();
-#pragma omp parallel for
+#pragma omp parallel for if (n >= kParallelFrom)
   for (int64_t i = 0; i < n; ++i) o[i] = lmscope::swiglu(g[i], u[i]);
 }
 
@@ -215,7 +219,7 @@ void CpuBackend::add(Tensor& out, const Tensor& a, const Tensor& b) {
   const float* A = a.f32();
   const float* Bp = b.f32();
   float* o = out.f32();
-#pragma omp parallel for
+#pragma omp parallel for if (n >= kParallelFrom)
   for (int64_t i = 0; i < n; ++i) o[i] = A[i] + Bp[i];
 }
 
