@@ -19,6 +19,7 @@
 
 #include "kernels/attention_math.cuh"
 #include "kernels/launch.h"
+#include "kernels/warp_reduce.cuh"
 
 namespace lmscope::cuda {
 
@@ -26,11 +27,6 @@ namespace {
 
 constexpr int kWarps = 8;         // warps per block in the fused kernel (256 threads)
 constexpr int kKeysInFlight = 4;  // keys a warp loads before it reduces (latency hiding)
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
 
 // ---- fused ------------------------------------------------------------------------------
 // grid (rows = B*H*T, splits); block kWarps*32. Block (row, split) takes keys

@@ -15,6 +15,7 @@
 
 #include "kernels/dtype_convert.cuh"
 #include "kernels/launch.h"
+#include "kernels/warp_reduce.cuh"
 
 namespace lmscope::cuda {
 
@@ -22,11 +23,6 @@ namespace {
 
 constexpr int kWarpsPerBlock = 4;   // a block: 4 outputs (small O still spreads over the SMs)
 constexpr int kLoads = 8;           // 16-byte loads of W in flight per lane
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
 
 __device__ __forceinline__ float weight_f32(float w) { return w; }
 __device__ __forceinline__ float weight_f32(uint16_t w) { return lmscope::bf16_to_f32(w); }
