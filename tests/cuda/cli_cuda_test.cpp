@@ -1,6 +1,7 @@
 // The tools without a usable device: `--backend cuda` is one line on stderr that suggests
 // `--backend cpu`, and a non-zero exit; `--backend auto` falls back to the CPU. Runs where no
-// device is usable (CI, this machine); skipped, with the reason, where one is.
+// device is usable (CI, this machine); skipped, with the reason, where one is, and there
+// AutoPicksAUsableDevice runs instead.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -58,4 +59,11 @@ TEST(CudaCli, AutoFallsBackToTheCpuAndBf16NeedsCuda) {
   std::string err;
   EXPECT_NE(run(kBin + "/lmscope-bench --backend auto --dtype bf16 --model synthetic:tiny", &err), 0);
   EXPECT_NE(err.find("--dtype"), std::string::npos) << err;
+}
+
+// The counterpart where a device is usable (the GPU machine): auto picks CUDA, in both dtypes.
+TEST(CudaCli, AutoPicksAUsableDevice) {
+  if (!device_usable()) GTEST_SKIP() << "this machine has no usable CUDA device: the fallback tests above cover auto";
+  EXPECT_EQ(lmscope::make_backend("auto")->name(), "cuda");
+  EXPECT_EQ(lmscope::make_backend("auto", "bf16")->compute_dtype(), "bf16");
 }
