@@ -160,6 +160,16 @@ LMSCOPE_HD void scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
   }
 }
 
+// Q4_K/Q5_K chunk c (sub-blocks 2c and 2c+1): their scales d*sc and mins dmin*m.
+LMSCOPE_HD void chunk_scales_k4(int c, float d, float dmin, const uint8_t* scales, float* d0, float* dm0, float* d1,
+                                float* dm1) {
+  int sc0, m0, sc1, m1;
+  scale_min_k4(2 * c, scales, &sc0, &m0);
+  scale_min_k4(2 * c + 1, scales, &sc1, &m1);
+  *d0 = mul(d, float(sc0)), *dm0 = mul(dmin, float(m0));
+  *d1 = mul(d, float(sc1)), *dm1 = mul(dmin, float(m1));
+}
+
 // Q4_K: 8 sub-blocks of 32; chunk c (64 elements) uses qs[32c..32c+31]: low nibbles are
 // sub-block 2c, high nibbles sub-block 2c+1.  y = (d*sc)*q - dmin*m.
 LMSCOPE_HD void dequant_q4_k(const uint8_t* b, float* y) {
@@ -167,11 +177,8 @@ LMSCOPE_HD void dequant_q4_k(const uint8_t* b, float* y) {
   const uint8_t* scales = b + 4;
   const uint8_t* qs = b + 16;
   for (int c = 0; c < 4; ++c) {
-    int sc0, m0, sc1, m1;
-    scale_min_k4(2 * c, scales, &sc0, &m0);
-    scale_min_k4(2 * c + 1, scales, &sc1, &m1);
-    const float d0 = mul(d, float(sc0)), dm0 = mul(dmin, float(m0));
-    const float d1 = mul(d, float(sc1)), dm1 = mul(dmin, float(m1));
+    float d0, dm0, d1, dm1;
+    chunk_scales_k4(c, d, dmin, scales, &d0, &dm0, &d1, &dm1);
     const uint8_t* q = qs + 32 * c;
     for (int l = 0; l < 32; ++l) {
       y[64 * c + l] = mul_sub(d0, float(q[l] & 0xF), dm0);
@@ -187,11 +194,8 @@ LMSCOPE_HD void dequant_q5_k(const uint8_t* b, float* y) {
   const uint8_t* qh = b + 16;
   const uint8_t* qs = b + 48;
   for (int c = 0; c < 4; ++c) {
-    int sc0, m0, sc1, m1;
-    scale_min_k4(2 * c, scales, &sc0, &m0);
-    scale_min_k4(2 * c + 1, scales, &sc1, &m1);
-    const float d0 = mul(d, float(sc0)), dm0 = mul(dmin, float(m0));
-    const float d1 = mul(d, float(sc1)), dm1 = mul(dmin, float(m1));
+    float d0, dm0, d1, dm1;
+    chunk_scales_k4(c, d, dmin, scales, &d0, &dm0, &d1, &dm1);
     const uint8_t* q = qs + 32 * c;
     for (int l = 0; l < 32; ++l) {
       const int x0 = (q[l] & 0xF) | (((qh[l] >> (2 * c)) & 1) << 4);
