@@ -5,21 +5,14 @@
 //   lmscope-trace --model models/SmolLM2-135M-Instruct.Q4_1.gguf --chat --prompt "What is the capital of France?"
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <unistd.h>
 #include <cstdio>
-#include <nlohmann/json.hpp>
+#include <unistd.h>
 
-#include "backend/backend.h"
-#include "generate/generator.h"
-#include "model/config.h"
-#include "model/special_tokens.h"
-#include "model/weights.h"
+#include "experiments/run.h"
 #include "experiments/stepper.h"
-#include "tools/cli_common.h"
-#include "tools/model_args.h"   // load_tool_tokenizer (token text on the --step pages)
 #include "tokenizer/decoder.h"
-#include "tokenizer/encode_trace.h"
-#include "trace/trace_writer.h"
+#include "tools/cli_common.h"
+#include "tools/model_args.h"
 
 using namespace lmscope;
 
@@ -68,7 +61,6 @@ int main(int argc, char** argv) {
       throw;
     }
     const ModelConfig& cfg = tm->loaded.cfg;
-    Decoder& decoder = *tm->decoder;
     Backend* backend = tm->backend.get();
     if (!quiet)
       std::fprintf(stderr, " %s, %d layers, D=%d, H=%d/%d, V=%d; backend %s %s (%.2f s)\n",
@@ -105,46 +97,31 @@ int main(int argc, char** argv) {
       };
     }
 
-    HookSet hook_set(hooks, layers, cfg.num_layers);
-    std::unique_ptr<TraceWriter> writer;
-    if (!out.empty()) {
-      writer = std::make_unique<TraceWriter>(out);   // fails early if unwritable
-      writer->set_compression(compress);
-    }
-    Trace trace((out.empty() && !step_mode) ? HookSet() : hook_set, writer.get());
-
-    // --step: the walkthrough sees every traced tensor (lib/experiments/stepper.h).
+    // --step sees every hook (lib/experiments/stepper.h); otherwise only a file is traced.
+    HookSet hook_set = (out.empty() && !step_mode) ? HookSet() : HookSet(hooks, layers, cfg.num_layers);
     std::unique_ptr<Stepper> stepper;
     if (step_mode) {
       StepperOptions so;
       so.interactive = ::isatty(0) && ::isatty(1);
       so.row = step_row;
       so.sampling = opt.sampling;
-      std::optional<tok::Tokenizer> tk = cli::load_tool_tokenizer(margs.model);
-      if (tk) {
-        auto shared = std::make_shared<tok::Tokenizer>(std::move(*tk));
-        so.token_text = [shared](int32_t id) {
-          return id >= 0 && id < shared->vocab_size() ? shared->token_display(id) : std::string();
+      if (tokenizer) {
+        so.token_text = [tokenizer](int32_t id) {
+          return id >= 0 && id < tokenizer->vocab_size() ? tokenizer->token_display(id) : std::string();
         };
-        for (const auto& p : opt.prompts) {   // the merges that make these ids from their text
-          EncodeTrace et;
-          std::vector<int32_t> again;
-          try {
-            again = shared->encode(shared->decode(p), false, &et);
-          } catch (const std::exception&) {   // ids the tokenizer cannot decode
-          }
-          so.intro_pages.push_back(again == p ? render_merges_page(et, so.token_text)
-                                              : "ids " + cli::join_ids(p) + " (not what the tokenizer makes of their text: no merges to show)\n");
+        for (const auto& p : opt.prompts) {   // the merges that made these ids from their text
+          const EncodeTrace* et = tm->ctx.encoding_of(p);
+          so.intro_pages.push_back(et ? render_merges_page(*et, so.token_text)
+                                      : "ids " + cli::join_ids(p) + " (not what the tokenizer makes of their text: no merges to show)\n");
         }
       }
       stepper = std::make_unique<Stepper>(cfg, so);
-      trace.set_sink(stepper.get());
       opt.on_step = nullptr;   // no progress line between the pages
     }
 
-    GenerateResult res;
+    TracedRun res;
     try {
-      res = generate(decoder, opt, &trace);
+      res = run_traced(tm->ctx, opt, hook_set, out, stepper.get(), compress);
     } catch (const StepperQuit&) {
       std::printf("\n(quit)\n");
       return 0;
@@ -158,38 +135,9 @@ int main(int argc, char** argv) {
     } else if (!quiet) {
       std::fprintf(stderr, "\n");
     }
-
-    if (writer) {
-      nlohmann::json prompts = opt.prompts;
-      std::vector<int32_t> gqa(cfg.num_heads);
-      for (int h = 0; h < cfg.num_heads; ++h) gqa[h] = h / cfg.kv_group();
-      writer->set_root_attr("format", std::string("lmscope-trace"));
-      writer->set_root_attr("format_version", int64_t(1));
-      writer->set_root_attr("producer", std::string("lmscope ") + LMSCOPE_VERSION);
-      writer->set_root_attr("model_path", margs.model);
-      writer->set_root_attr("config_json", cfg.json_text);
-      writer->set_root_attr("backend", backend->name());
-      writer->set_root_attr("compute_dtype", backend->compute_dtype());
-      writer->set_root_attr("command_line", cli::command_line(argc, argv));
-      writer->set_root_attr("prompts", prompts.dump());
-      writer->set_root_attr("padding_side", std::string(padding_side_name(opt.padding_side)));
-      writer->set_root_attr("use_cache", int64_t(opt.use_cache));
-      writer->set_root_attr("max_new_tokens", int64_t(max_new));
-      writer->set_root_attr("pad_token_id", int64_t(opt.pad_id));
-      writer->set_root_attr("gqa_map", gqa);
-      writer->set_root_attr("n_steps", int64_t(res.steps));
-      std::vector<std::string> missing = trace.never_fired();
-      writer->set_root_attr("missing_hooks", nlohmann::json(missing).dump());
-      for (const std::string& m : missing)
+    if (!out.empty())
+      for (const std::string& m : res.missing_hooks)
         std::fprintf(stderr, "lmscope-trace: warning: requested hook '%s' never fired\n", m.c_str());
-      const int64_t B = int64_t(res.new_tokens.size()), N = res.steps;
-      std::vector<int32_t> gen;
-      for (const auto& row : res.new_tokens) gen.insert(gen.end(), row.begin(), row.end());
-      writer->write_root_dataset("generated_ids", {B, N}, gen.data());
-      for (size_t b = 0; b < tm->encode_traces.size(); ++b)   // /tokenizer/row_B: how text became ids
-        if (tm->encode_traces[b]) write_tokenizer_trace(*writer, int(b), *tm->encode_traces[b], *tokenizer);
-      writer->commit();
-    }
     for (size_t b = 0; b < res.new_tokens.size(); ++b) {
       std::printf("row %zu: %s\n", b, cli::join_ids(res.new_tokens[b]).c_str());
       if (tokenizer && !stream) std::printf("row %zu text: %s\n", b, tokenizer->decode(res.new_tokens[b], true).c_str());
@@ -198,7 +146,7 @@ int main(int argc, char** argv) {
     if (!quiet) {
       std::fprintf(stderr, "prefill %lld tokens in %.3f s, decode %lld tokens in %.3f s", (long long)res.prefill_tokens,
                    res.prefill_seconds, (long long)res.decode_tokens, res.decode_seconds);
-      if (!out.empty()) std::fprintf(stderr, "; %lld tensors -> %s", (long long)trace.tensors_written(), out.c_str());
+      if (!out.empty()) std::fprintf(stderr, "; %lld tensors -> %s", (long long)res.tensors_traced, out.c_str());
       std::fprintf(stderr, "\n");
     }
     return 0;

@@ -57,7 +57,6 @@ struct ToolModel {
   ModelContext ctx;
   std::vector<std::vector<int32_t>> prompts;   // in the order: --prompt-ids, then --prompt
   std::vector<std::string> prompt_texts;       // text for display ("" where only ids were given)
-  std::vector<std::optional<EncodeTrace>> encode_traces;   // per prompt: the merges (--prompt only)
 };
 
 // The model's tokenizer, when the model directory holds a tokenizer.json.
@@ -84,22 +83,17 @@ inline void load_tool_model_into(ToolModel& m, const ModelArgs& a, const std::st
   m.ctx.model_path = a.model;
   m.ctx.command_line = cmd;
   m.ctx.producer = std::string("lmscope ") + LMSCOPE_VERSION;
-  if (m.tokenizer) {
-    const tok::Tokenizer* t = &*m.tokenizer;
-    m.ctx.detokenize = [t](const std::vector<int32_t>& ids) {
-      try {
-        return t->decode(ids);
-      } catch (const std::exception&) {   // an id outside the vocabulary: show the ids
-        std::string s;
-        for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
-        return s;
-      }
-    };
-  }
+  if (m.tokenizer) m.ctx.tokenizer = &*m.tokenizer;
   for (const std::string& p : a.prompt_ids) {
     m.prompts.push_back(parse_ids(p, "--prompt-ids"));
     m.prompt_texts.push_back(m.tokenizer ? m.ctx.text(m.prompts.back()) : "");
-    m.encode_traces.emplace_back();
+    // The merges that make these ids from their text, when the text encodes back to them.
+    if (m.tokenizer) try {
+        EncodeTrace et;
+        if (m.tokenizer->encode(m.tokenizer->decode(m.prompts.back()), false, &et) == m.prompts.back())
+          m.ctx.encodings.push_back(std::move(et));
+      } catch (const std::exception&) {   // ids the tokenizer cannot decode: no merges to show
+      }
   }
   if (!a.prompts.empty() && !m.tokenizer)
     throw std::runtime_error("--prompt: no tokenizer.json beside the model '" + a.model + "' (nor a GGUF tokenizer); give --prompt-ids");
@@ -110,7 +104,7 @@ inline void load_tool_model_into(ToolModel& m, const ModelArgs& a, const std::st
       text = tok::format_chat(*m.tokenizer, {tok::ChatMessage{"user", p}}, true, tok::parse_chat_format(a.chat_format));
     EncodeTrace et;
     m.prompts.push_back(m.tokenizer->encode(text, !a.chat, &et));
-    m.encode_traces.push_back(std::move(et));
+    m.ctx.encodings.push_back(std::move(et));
     if (m.prompts.back().empty()) throw std::runtime_error("--prompt '" + p + "' encodes to no tokens");
     m.prompt_texts.push_back(p);
   }

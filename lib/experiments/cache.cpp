@@ -11,65 +11,10 @@
 #include <stdexcept>
 
 #include "compare/align.h"
+#include "tokenizer/ids_text.h"
 #include "trace/hooks.h"
 
 namespace lmscope {
-
-const char* cache_fault_name(CacheFault f) {
-  switch (f) {
-    case CacheFault::None: return "none";
-    case CacheFault::NoPositionOffset: return "position";
-    case CacheFault::CacheNotAppended: return "append";
-    case CacheFault::MaskNotExtended: return "mask";
-  }
-  return "?";
-}
-
-CacheFault parse_cache_fault(const std::string& name) {
-  for (CacheFault f : {CacheFault::None, CacheFault::NoPositionOffset, CacheFault::CacheNotAppended,
-                       CacheFault::MaskNotExtended})
-    if (name == cache_fault_name(f)) return f;
-  throw std::runtime_error("--fault: '" + name + "' is not one of none, position, append, mask");
-}
-
-GenerationFaults to_generation_faults(CacheFault f) {
-  GenerationFaults g;
-  g.no_position_offset = f == CacheFault::NoPositionOffset;
-  g.cache_not_appended = f == CacheFault::CacheNotAppended;
-  g.mask_not_extended = f == CacheFault::MaskNotExtended;
-  return g;
-}
-
-const char* cache_fault_description(CacheFault f) {
-  switch (f) {
-    case CacheFault::None: return "no fault: the correct cached path";
-    case CacheFault::NoPositionOffset:
-      return "no position offset on cached steps: a decode step's tokens get positions 0..T-1 (arange(T)) instead of "
-             "past + t";
-    case CacheFault::CacheNotAppended:
-      return "cache not appended: a decode step attends to its own K/V but does not keep them, so the cache never "
-             "grows past the prefill";
-    case CacheFault::MaskNotExtended:
-      return "mask not extended to the cache: a decode step's mask covers only its own tokens, so every cached "
-             "position is masked out";
-  }
-  return "";
-}
-
-FaultSite fault_first_acts(CacheFault f) {
-  switch (f) {
-    case CacheFault::None: return {-1, -1, "nothing is planted"};
-    case CacheFault::NoPositionOffset:
-      return {1, 0, "the first decode step's token is rotated to position 0: layer 0's q/k after RoPE"};
-    case CacheFault::CacheNotAppended:
-      return {2, 0,
-              "step 1 still sees itself; from step 2 on the tokens of earlier decode steps are missing: layer 0's "
-              "attention over the cache"};
-    case CacheFault::MaskNotExtended:
-      return {1, 0, "the first decode step attends only to itself: the mask, then layer 0's attention scores"};
-  }
-  return {};
-}
 
 CacheTolerance cache_tolerance(const std::string& dtype) {
   CacheTolerance t;
@@ -344,15 +289,6 @@ class Comparer : public TraceSink {
   std::vector<HookResult> results_;
 };
 
-std::string tokens_str(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(ids[i]);
-  }
-  return s;
-}
-
 }  // namespace
 
 void judge_cache(CacheReport& r) {
@@ -422,10 +358,9 @@ CacheReport run_cache_experiment(const ModelContext& m, const CacheOptions& opt)
   cached.pad_id = opt.pad_id;
   cached.eos_ids = opt.eos_ids;
   cached.use_cache = true;
-  cached.faults = to_generation_faults(opt.fault);
   GenerateOptions uncached = cached;
   uncached.use_cache = false;
-  uncached.faults = GenerationFaults();
+  cached.policies.adjust_input = cache_fault_policy(opt.fault);
 
   // Time: each path untraced, interleaved, the fastest of `timing_repeats` (the first run also
   // pays for thread pools and page faults).
@@ -465,7 +400,7 @@ CacheReport run_cache_experiment(const ModelContext& m, const CacheOptions& opt)
   rep.kv_positions_filled = opt.fault == CacheFault::CacheNotAppended ? rep.prompt_len + (rc.steps > 1 ? 1 : 0)
                                                                        : rep.prompt_len + rc.steps - 1;
 
-  uncached.forced_tokens = rc.new_tokens;
+  uncached.policies.accept_token = force_tokens(rc.new_tokens);
   uncached.max_new_tokens = rc.steps;
   Comparer cmp(cap, rep.tol.table, rep.per_step);
   const GenerateResult ru = run(uncached, &cmp, "uncached.h5");
@@ -576,7 +511,7 @@ std::string cache_report_text(const CacheReport& r, const ModelContext& m) {
     << " bytes per position (2 x layers x B x KV heads x head dim x 4), " << r.kv_positions_filled << " positions filled\n";
   o << "tokens (cached run): ";
   for (size_t b = 0; b < r.tokens_cached.size(); ++b)
-    o << (b ? " | " : "") << "'" << m.text(r.tokens_cached[b]) << "' [" << tokens_str(r.tokens_cached[b]) << "]";
+    o << (b ? " | " : "") << "'" << m.text(r.tokens_cached[b]) << "' [" << join_ids(r.tokens_cached[b]) << "]";
   o << "\n";
   if (r.fault != CacheFault::None) {
     o << "planted: first acts at step " << r.fault_site.step << ", layer " << r.fault_site.layer << " ("

@@ -9,7 +9,7 @@
 // (tokens pushed through the model), the time of each path (separate runs, no hooks) and the
 // KV cache bytes.
 //
-// --fault plants a classic cache bug into the cached path (GenerationFaults); the report says
+// --fault plants a classic cache bug into the cached path (experiments/cache_faults.h); the report says
 // where it is first detected, and where it first acts.
 #pragma once
 #include <optional>
@@ -18,23 +18,10 @@
 
 #include "compare/compare.h"
 #include "compare/tolerances.h"
+#include "experiments/cache_faults.h"
 #include "experiments/run.h"
 
 namespace lmscope {
-
-enum class CacheFault { None, NoPositionOffset, CacheNotAppended, MaskNotExtended };
-const char* cache_fault_name(CacheFault f);              // "none", "position", "append", "mask"
-CacheFault parse_cache_fault(const std::string& name);   // throws one line naming the choices
-GenerationFaults to_generation_faults(CacheFault f);
-const char* cache_fault_description(CacheFault f);
-
-// Where a planted fault first changes a computation (by construction of the fault).
-struct FaultSite {
-  int step = -1;          // the first step it acts on (-1: none)
-  int layer = -1;         // the first layer whose tensors it changes
-  std::string what;       // one sentence
-};
-FaultSite fault_first_acts(CacheFault f);
 
 // The tolerance cached vs uncached is judged with, for the compute dtype ("f32", "bf16").
 struct CacheTolerance {

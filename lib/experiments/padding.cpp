@@ -10,50 +10,12 @@
 #include <stdexcept>
 
 #include "compare/align.h"
+#include "tokenizer/ids_text.h"
 #include "experiments/divergence_svg.h"
 #include "trace/hooks.h"
 #include "trace/select.h"
 
 namespace lmscope {
-
-const char* padding_mode_name(PaddingMode m) {
-  switch (m) {
-    case PaddingMode::Left: return "left";
-    case PaddingMode::RightHf: return "right_hf";
-    case PaddingMode::RightAware: return "right_aware";
-    case PaddingMode::LeftColpos: return "left_colpos";
-  }
-  return "?";
-}
-
-const std::vector<PaddingMode>& all_padding_modes() {
-  static const std::vector<PaddingMode> modes = {PaddingMode::Left, PaddingMode::RightHf, PaddingMode::RightAware,
-                                                 PaddingMode::LeftColpos};
-  return modes;
-}
-
-PaddingMode parse_padding_mode(const std::string& name) {
-  for (PaddingMode m : all_padding_modes())
-    if (name == padding_mode_name(m)) return m;
-  throw std::runtime_error("--modes: '" + name + "' is not one of left, right_hf, right_aware, left_colpos");
-}
-
-GenerateOptions with_padding_mode(GenerateOptions o, PaddingMode m) {
-  o.batching = BatchingOptions();
-  switch (m) {
-    case PaddingMode::Left: o.padding_side = PaddingSide::Left; break;
-    case PaddingMode::RightHf: o.padding_side = PaddingSide::Right; break;
-    case PaddingMode::RightAware:
-      o.padding_side = PaddingSide::Right;
-      o.batching.read_last_real = true;
-      break;
-    case PaddingMode::LeftColpos:
-      o.padding_side = PaddingSide::Left;
-      o.batching.column_positions = true;
-      break;
-  }
-  return o;
-}
 
 bool carries_absolute_position(const std::string& hook) {
   static const std::vector<std::string> globs = {"tokens.position_ids", "rope.*", "layers.*.attn.q_rope",
@@ -99,15 +61,6 @@ std::string quoted(const std::string& s, size_t max = 40) {
   for (char& c : t)
     if (c == '\n') c = ' ';
   return "'" + t + "'";
-}
-
-std::string ids_str(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(ids[i]);
-  }
-  return s;
 }
 
 std::string range_str(int64_t a, int64_t b) {
@@ -389,11 +342,11 @@ std::string padding_report_text(const PaddingReport& r, const ModelContext& m) {
       << " pads)\n";
     char buf[512];
     std::snprintf(buf, sizeof buf, "  %-12s %-8s %s  [%s]\n", "solo", "", quoted(m.text(row.solo_tokens), 50).c_str(),
-                  ids_str(row.solo_tokens).c_str());
+                  join_ids(row.solo_tokens).c_str());
     o << buf;
     for (const ModeRow& mr : row.modes) {
       std::snprintf(buf, sizeof buf, "  %-12s %-8s %s  [%s]\n", padding_mode_name(mr.mode),
-                    mr.matches_solo ? "same" : "DIFFERS", quoted(m.text(mr.tokens), 50).c_str(), ids_str(mr.tokens).c_str());
+                    mr.matches_solo ? "same" : "DIFFERS", quoted(m.text(mr.tokens), 50).c_str(), join_ids(mr.tokens).c_str());
       o << buf;
     }
     o << "  first departure from the solo run (beyond tolerance):\n";

@@ -1,14 +1,6 @@
 // The padding experiment (lmscope-padding, docs/experiments.md): each prompt alone (the
-// reference) against the same prompts batched with padding, in four ways:
-//
-//   left         left padding, positions from the mask (HF generate; correct)
-//   right_hf     right padding the way HF generate does it: the next token of every row read
-//                from the LAST column (a pad for shorter rows), new tokens appended after the pads
-//                and positioned after the last column's (a pad's 0)
-//   right_aware  right padding done correctly: each row's next token read at its own last real
-//                token, new tokens positioned at the row's own length (the pads stay masked)
-//   left_colpos  left padding with column indices as positions (what a forward() without
-//                position_ids does): every real token is shifted by the row's pad count
+// reference) against the same prompts batched with padding in the four ways of
+// experiments/padding_modes.h.
 //
 // Every run is traced to HDF5; each batch row is compared with its solo run with the pads
 // stripped through the masks (compare/align.h), hook by hook, under the per-hook tolerances.
@@ -18,16 +10,10 @@
 #include <vector>
 
 #include "compare/tolerances.h"
+#include "experiments/padding_modes.h"
 #include "experiments/run.h"
 
 namespace lmscope {
-
-enum class PaddingMode { Left, RightHf, RightAware, LeftColpos };
-const char* padding_mode_name(PaddingMode m);            // "left", "right_hf", ...
-PaddingMode parse_padding_mode(const std::string& name);  // throws one line naming the choices
-const std::vector<PaddingMode>& all_padding_modes();
-// `base` (prompts, sampling, ...) batched the way `m` says.
-GenerateOptions with_padding_mode(GenerateOptions base, PaddingMode m);
 
 // Hooks that carry absolute positions (tokens.position_ids, rope.*, q/k after RoPE, the cached
 // keys): under left_colpos they differ by design while attention, which sees only position

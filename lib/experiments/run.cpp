@@ -2,55 +2,68 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "tokenizer/ids_text.h"
+#include "trace/run_record.h"
 #include "trace/trace_writer.h"
 
 namespace lmscope {
 
 std::string ModelContext::text(const std::vector<int32_t>& ids) const {
-  if (detokenize) return detokenize(ids);
-  std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(ids[i]);
-  }
-  return s;
+  if (tokenizer) try {
+      return tokenizer->decode(ids);
+    } catch (const std::exception&) {   // an id outside the vocabulary: show the ids
+    }
+  return join_ids(ids);
 }
 
-GenerateResult run_traced(const ModelContext& m, const GenerateOptions& opt, const HookSet& hooks,
-                          const std::string& out, TraceSink* sink) {
-  const ModelConfig& cfg = m.cfg();
-  TraceWriter writer(out);
-  Trace trace(hooks, &writer);
-  trace.set_sink(sink);
-  GenerateResult res = generate(*m.decoder, opt, &trace);
+const EncodeTrace* ModelContext::encoding_of(const std::vector<int32_t>& ids) const {
+  for (const EncodeTrace& e : encodings)
+    if (e.ids == ids) return &e;
+  return nullptr;
+}
 
-  std::vector<int32_t> gqa(size_t(cfg.num_heads));
-  for (int h = 0; h < cfg.num_heads; ++h) gqa[size_t(h)] = h / cfg.kv_group();
-  writer.set_root_attr("format", std::string("lmscope-trace"));
-  writer.set_root_attr("format_version", int64_t(1));
-  writer.set_root_attr("producer", m.producer);
-  writer.set_root_attr("model_path", m.model_path);
-  writer.set_root_attr("config_json", cfg.json_text);
-  writer.set_root_attr("backend", m.decoder->backend().name());
-  writer.set_root_attr("compute_dtype", m.decoder->backend().compute_dtype());
-  writer.set_root_attr("command_line", m.command_line);
-  writer.set_root_attr("prompts", nlohmann::json(opt.prompts).dump());
-  writer.set_root_attr("padding_side", std::string(padding_side_name(opt.padding_side)));
-  writer.set_root_attr("use_cache", int64_t(opt.use_cache));
-  writer.set_root_attr("max_new_tokens", int64_t(opt.max_new_tokens));
-  writer.set_root_attr("pad_token_id", int64_t(opt.pad_id));
-  writer.set_root_attr("gqa_map", gqa);
-  writer.set_root_attr("n_steps", int64_t(res.steps));
-  writer.set_root_attr("missing_hooks", nlohmann::json(trace.never_fired()).dump());
-  const int64_t B = int64_t(res.new_tokens.size()), N = res.steps;
-  std::vector<int32_t> gen;
-  for (const auto& row : res.new_tokens) gen.insert(gen.end(), row.begin(), row.end());
-  writer.write_root_dataset("generated_ids", {B, N}, gen.data());
-  writer.commit();
-  return res;
+TracedRun run_traced(const ModelContext& m, const GenerateOptions& opt, const HookSet& hooks, const std::string& out,
+                     TraceSink* sink, int compress) {
+  std::unique_ptr<TraceWriter> writer;
+  if (!out.empty()) {
+    writer = std::make_unique<TraceWriter>(out);
+    writer->set_compression(compress);
+  }
+  Trace trace(hooks, writer.get());
+  trace.set_sink(sink);
+  TracedRun run;
+  static_cast<GenerateResult&>(run) = generate(*m.decoder, opt, &trace);
+  run.missing_hooks = trace.never_fired();
+  run.tensors_traced = trace.tensors_written();
+  if (!writer) return run;
+
+  const ModelConfig& cfg = m.cfg();
+  RunRecord r;
+  r.producer = m.producer;
+  r.model_path = m.model_path;
+  r.config_json = cfg.json_text;
+  r.backend = m.decoder->backend().name();
+  r.compute_dtype = m.decoder->backend().compute_dtype();
+  r.command_line = m.command_line;
+  r.prompts = opt.prompts;
+  r.padding_side = padding_side_name(opt.padding_side);
+  r.use_cache = opt.use_cache;
+  r.max_new_tokens = opt.max_new_tokens;
+  r.pad_token_id = opt.pad_id;
+  for (int h = 0; h < cfg.num_heads; ++h) r.gqa_map.push_back(h / cfg.kv_group());
+  r.generated_ids = run.new_tokens;
+  r.missing_hooks = run.missing_hooks;
+  if (m.tokenizer)
+    r.write_tokenizer_row = [&](TraceWriter& w, int row) {
+      if (const EncodeTrace* e = m.encoding_of(opt.prompts[size_t(row)])) write_tokenizer_trace(w, row, *e, *m.tokenizer);
+    };
+  write_run_record(*writer, r);
+  writer->commit();
+  return run;
 }
 
 HookData to_hook_data(Hook h, int layer, const Tensor& t, int64_t last_t) {

@@ -1,13 +1,14 @@
 // What the experiment tools share: a model ready to run, traced runs written as trace files
 // (docs/trace-format.md), hook tensors as HookData.
 #pragma once
-#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
 #include "generate/generator.h"
 #include "model/decoder.h"
+#include "tokenizer/encode_trace.h"
+#include "tokenizer/tokenizer.h"
 #include "trace/trace.h"
 #include "trace/trace_reader.h"   // HookData
 
@@ -19,18 +20,27 @@ struct ModelContext {
   std::string model_path;     // as given on the command line
   std::string command_line;   // recorded in every trace
   std::string producer = "lmscope";   // the tools add their version
-  // Ids -> text for people ("" when there is no tokenizer: the tools then show ids).
-  std::function<std::string(const std::vector<int32_t>&)> detokenize;
+  const tok::Tokenizer* tokenizer = nullptr;   // null: ids are shown as ids, no /tokenizer group
+  std::vector<EncodeTrace> encodings;          // how the prompts given as text became ids
 
   const ModelConfig& cfg() const { return decoder->config(); }
-  std::string text(const std::vector<int32_t>& ids) const;   // detokenize, or "1,2,3"
+  std::string text(const std::vector<int32_t>& ids) const;   // decoded, or "1,2,3"
+  // The encoding that made exactly these ids (null for prompts given as ids).
+  const EncodeTrace* encoding_of(const std::vector<int32_t>& ids) const;
 };
 
-// Runs generate() with `hooks` traced into the trace file `out` (root attributes as
-// lmscope-trace writes them, generated_ids, atomic). `sink` (may be null) also receives every
-// hook tensor.
-GenerateResult run_traced(const ModelContext& m, const GenerateOptions& opt, const HookSet& hooks,
-                          const std::string& out, TraceSink* sink = nullptr);
+// A traced run: generate()'s result, and what the trace saw.
+struct TracedRun : GenerateResult {
+  std::vector<std::string> missing_hooks;   // requested, never fired
+  int64_t tensors_traced = 0;
+};
+
+// The one way a tool runs generate() traced: `hooks` offered to `sink` (may be null) and, when
+// `out` is not empty, written to the trace file `out` (atomic, gzip level `compress`) with the
+// run's record (trace/run_record.h). The file is created before the model runs, so an
+// unwritable path fails at once.
+TracedRun run_traced(const ModelContext& m, const GenerateOptions& opt, const HookSet& hooks, const std::string& out,
+                     TraceSink* sink = nullptr, int compress = 0);
 
 // A host float32/int32 tensor as a HookData (values widened to double) with the hook's name and
 // axes. last_t > 0: only the last last_t entries of axis T (when the hook has one), sliced before

@@ -52,7 +52,6 @@ class Stepper : public TraceSink {
   // Shows the pages not shown yet (the intro, when nothing ran) and the closing line.
   void finish();
 
-  int pages_shown() const { return pages_shown_; }
 
  private:
   void page(const std::string& title, const std::string& body, int layer);

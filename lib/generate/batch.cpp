@@ -41,11 +41,11 @@ Batch Batch::from_prompts(const std::vector<std::vector<int32_t>>& prompts, Padd
   return b;
 }
 
-void Batch::append(const std::vector<int32_t>& column) {
+void Batch::append(const std::vector<int32_t>& column, const std::vector<int32_t>& positions) {
   for (size_t r = 0; r < ids.size(); ++r) {
     ids[r].push_back(column.at(r));
     mask[r].push_back(1);
-    pos[r].push_back(pos[r].back() + 1);
+    pos[r].push_back(positions.empty() ? pos[r].back() + 1 : positions.at(r));
   }
 }
 

@@ -22,8 +22,9 @@ struct Batch {
                             int32_t pad_id);
   int64_t rows() const { return int64_t(ids.size()); }
   int64_t cols() const { return ids.empty() ? 0 : int64_t(ids[0].size()); }
-  // New tokens, mask 1, position = the row's last column position + 1 (as HF generate does).
-  void append(const std::vector<int32_t>& column);
+  // New tokens, mask 1, at `positions` (empty: the row's last column position + 1, as HF
+  // generate does).
+  void append(const std::vector<int32_t>& column, const std::vector<int32_t>& positions = {});
 
   // [B, cols()] tensors of the columns [from, cols())
   Tensor ids_tensor(int64_t from = 0) const;

@@ -4,67 +4,18 @@
 // D hidden, H query heads, Hkv KV heads, hd head dim, F FFN width, V vocab.
 #include "model/decoder.h"
 
-#include <algorithm>
-#include <exception>
 #include <cmath>
 #include <stdexcept>
-#include <vector>
 
+#include "backend/forward_scope.h"
 #include "model/masks.h"
+#include "model/rope.h"
+#include "trace/hook_queue.h"
 
 namespace lmscope {
 
 namespace {
 Tensor prepare_or_empty(Backend& be, const Tensor& t) { return t.defined() && t.numel() ? be.prepare_weight(t) : Tensor(); }
-
-// Wanted hook tensors on their way to the trace. A backend whose host copies are
-// asynchronous (CUDA: pinned buffers, queued on its stream) has them offered once the device
-// has caught up: when the copies pending reach kFlushBytes and at the end of the forward, so
-// an enabled hook never stalls the device mid-layer. A synchronous backend (CPU) offers at
-// once, exactly as before.
-class HookQueue {
- public:
-  HookQueue(Backend& be, Trace* trace) : be_(be), trace_(trace) {}
-  void push(Hook h, int layer, const Tensor& t) {
-    Tensor host = be_.to_host_async(t);
-    if (!be_.host_copies_are_async() || t.device() == Device::Host) return trace_->offer(h, layer, host);
-    pending_.push_back({h, layer, std::move(host)});
-    bytes_ += pending_.back().t.nbytes();
-    if (bytes_ >= kFlushBytes) flush();
-  }
-  void flush() {
-    if (pending_.empty()) return;
-    be_.synchronize();
-    for (const Pending& p : pending_) trace_->offer(p.h, p.layer, p.t);
-    pending_.clear();
-    bytes_ = 0;
-  }
-
- private:
-  static constexpr size_t kFlushBytes = size_t(256) << 20;
-  struct Pending {
-    Hook h;
-    int layer;
-    Tensor t;
-  };
-  Backend& be_;
-  Trace* trace_;
-  std::vector<Pending> pending_;
-  size_t bytes_ = 0;
-};
-// Announces a forward to the backend (begin_forward) and, if the forward throws before its
-// end, tells it so on the way out (abandon_forward: CUDA drops an unfinished graph capture).
-class ForwardScope {
- public:
-  ForwardScope(Backend& be, int64_t B, int64_t T) : be_(be) { be_.begin_forward(B, T); }
-  ~ForwardScope() {
-    if (std::uncaught_exceptions() > uncaught_) be_.abandon_forward();
-  }
-
- private:
-  Backend& be_;
-  int uncaught_ = std::uncaught_exceptions();
-};
 }  // namespace
 
 Decoder::Decoder(const ModelConfig& cfg, const Weights& w, Backend& backend) : cfg_(cfg), backend_(backend) {

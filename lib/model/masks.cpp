@@ -1,9 +1,6 @@
 #include "model/masks.h"
 
-#include <cmath>
-
 #include "kernels/attention_math.cuh"
-#include "kernels/rope.cuh"
 
 namespace lmscope {
 
@@ -24,22 +21,6 @@ Tensor combined_mask(const Tensor& attention_mask, int64_t T) {
         m.f32()[(b * T + t) * S + s] =
             combined_mask(int(s), int(past + t), attention_mask.i32()[b * S + s] != 0);
   return m;
-}
-
-void rope_tables(Tensor& cos, Tensor& sin, const Tensor& position_ids, int hd, float theta) {
-  const int64_t B = position_ids.dim(0), T = position_ids.dim(1);
-  cos = Tensor::zeros({B, T, hd});
-  sin = Tensor::zeros({B, T, hd});
-  const int half = hd / 2;
-  for (int64_t bt = 0; bt < B * T; ++bt) {
-    const int pos = position_ids.i32()[bt];
-    for (int j = 0; j < half; ++j) {
-      const float a = rope_angle(pos, j, hd, theta);
-      // emb = cat(freqs, freqs): entries j and j + hd/2 share the angle
-      cos.f32()[bt * hd + j] = cos.f32()[bt * hd + j + half] = std::cos(a);
-      sin.f32()[bt * hd + j] = sin.f32()[bt * hd + j + half] = std::sin(a);
-    }
-  }
 }
 
 }  // namespace lmscope

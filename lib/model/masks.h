@@ -1,5 +1,4 @@
-// Attention masks and RoPE tables, built on the host from a step's attention mask and
-// position ids (small: [B,T,S] and [B,T,hd]).
+// Attention masks, built on the host from a step's attention mask (small: [B,T,S]).
 #pragma once
 #include "tensor/tensor.h"
 
@@ -9,7 +8,5 @@ namespace lmscope {
 Tensor causal_mask(int64_t T, int64_t S);
 // mask.combined [B,T,S] float32: 0 where causal and the key is real, else kMaskedScore.
 Tensor combined_mask(const Tensor& attention_mask /*[B,S]*/, int64_t T);
-// rope.cos / rope.sin [B,T,hd] at each row's position ids [B,T].
-void rope_tables(Tensor& cos, Tensor& sin, const Tensor& position_ids, int hd, float theta);
 
 }  // namespace lmscope

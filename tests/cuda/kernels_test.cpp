@@ -10,6 +10,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "cuda_test_util.h"
 #include "model/masks.h"
+#include "model/rope.h"
 #if LMSCOPE_WITH_CUDA
 #include <cuda_runtime.h>
 

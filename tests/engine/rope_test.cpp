@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "kernels/rope.cuh"
-#include "model/masks.h"
+#include "model/rope.h"
 
 using namespace lmscope;
 

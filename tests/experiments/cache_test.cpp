@@ -192,13 +192,14 @@ TEST_F(CacheExperiment, FaultsDoNotTouchTheUncachedPath) {
   o.max_new_tokens = 6;
   o.use_cache = false;
   GenerateResult plain = generate(*tiny->decoder, o, nullptr);
-  o.faults.no_position_offset = o.faults.cache_not_appended = o.faults.mask_not_extended = true;
-  GenerateResult faulted = generate(*tiny->decoder, o, nullptr);
-  EXPECT_EQ(plain.new_tokens, faulted.new_tokens);
+  for (CacheFault fault : {CacheFault::NoPositionOffset, CacheFault::CacheNotAppended, CacheFault::MaskNotExtended}) {
+    o.policies.adjust_input = cache_fault_policy(fault);
+    EXPECT_EQ(plain.new_tokens, generate(*tiny->decoder, o, nullptr).new_tokens) << cache_fault_name(fault);
+  }
   // Teacher forcing replays given tokens.
   GenerateOptions f;
   f.prompts = o.prompts;
   f.max_new_tokens = 3;
-  f.forced_tokens = {{7, 8, 9}};
+  f.policies.accept_token = force_tokens({{7, 8, 9}});
   EXPECT_EQ(generate(*tiny->decoder, f, nullptr).new_tokens[0], (std::vector<int32_t>{7, 8, 9}));
 }

@@ -50,7 +50,6 @@ void BlockPool::release_cached() {
   (void)cudaDeviceSynchronize();
   for (auto& [size, p] : free_) raw_free(p);
   free_.clear();
-  cached_ = 0;
 }
 
 std::shared_ptr<void> BlockPool::get(size_t bytes) {
@@ -64,7 +63,6 @@ std::shared_ptr<void> BlockPool::get(size_t bytes) {
       got = it->first;
       p = it->second;
       free_.erase(it);
-      cached_ -= got;
     }
   }
   if (!p) {
@@ -90,7 +88,6 @@ void BlockPool::give_back(void* p, size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   in_use_ -= bytes;
   free_.emplace(bytes, p);
-  cached_ += bytes;
 }
 
 }  // namespace lmscope::cuda

@@ -27,8 +27,6 @@ class BlockPool : public std::enable_shared_from_this<BlockPool> {
   // A block of at least `bytes` (a zero-byte request gets a 256-byte block). The returned
   // owner gives the block back when its last copy dies.
   std::shared_ptr<void> get(size_t bytes);
-  size_t bytes_in_use() const { return in_use_; }
-  size_t bytes_cached() const { return cached_; }
   // Frees every cached block (after a device synchronize).
   void release_cached();
   // While a stream is being captured into a graph, the device must not be synchronized:
@@ -43,7 +41,7 @@ class BlockPool : public std::enable_shared_from_this<BlockPool> {
   Kind kind_;
   std::mutex mu_;
   std::multimap<size_t, void*> free_;   // size -> block
-  size_t in_use_ = 0, cached_ = 0;
+  size_t in_use_ = 0;   // bytes handed out, for the out-of-memory message
   bool capturing_ = false;
 };
 

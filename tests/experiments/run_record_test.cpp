@@ -1,0 +1,67 @@
+// Every tool writes its trace file through one assembler (trace/run_record.h, called by
+// run_traced): the same root attributes whatever the tool, and /tokenizer/row_B for every row
+// whose prompt came from text, so a padding trace shows token pieces as lmscope-trace's does.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "io/hdf5.h"
+#include "tests/experiments/exp_util.h"
+#include "trace/trace_reader.h"
+
+using namespace lmscope;
+using namespace lmscope::exp_test;
+
+namespace {
+
+std::vector<std::string> sorted_root_attrs(const std::string& path) {
+  std::vector<std::string> names = TraceReader(path).root_attr_names();
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<std::string> pieces(const std::string& path, int row) {
+  h5::File f = h5::File::open_read(path);
+  const std::string ds = "tokenizer/row_" + std::to_string(row) + "/pieces";
+  if (!f.root().exists(ds)) return {};
+  return f.root().open_dataset(ds).read_strings();
+}
+
+}  // namespace
+
+TEST(RunRecord, EveryToolWritesTheSameRootAndTheTokenizerGroup) {
+  testing_util::TempDir dir;
+  const std::string trace = dir.file("trace.h5"), pad_dir = dir.file("padding");
+  RunResult t = run_cmd(dir, kBin + "/lmscope-trace --model " + kTiny +
+                                 " --prompt 'Hello world' --max-new-tokens 2 -q --out " + trace);
+  ASSERT_EQ(t.code, 0) << t.err;
+  RunResult p = run_cmd(dir, kBin + "/lmscope-padding --model " + kTiny +
+                                 " --prompt 'Hello world' --prompt 'Hi' --max-new-tokens 2 --modes left --out-dir " + pad_dir);
+  ASSERT_EQ(p.code, 0) << p.err;
+
+  const std::vector<std::string> root = sorted_root_attrs(trace);
+  for (const std::string& attr : {"format", "model_path", "config_json", "prompts", "gqa_map", "n_steps", "missing_hooks"})
+    EXPECT_NE(std::find(root.begin(), root.end(), attr), root.end()) << attr;
+  for (const char* f : {"/left.h5", "/solo_0.h5", "/solo_1.h5"}) EXPECT_EQ(sorted_root_attrs(pad_dir + f), root) << f;
+
+  // The pieces of "Hello world" in every file that holds that prompt, at its row there.
+  const std::vector<std::string> hello = pieces(trace, 0);
+  ASSERT_FALSE(hello.empty()) << "lmscope-trace wrote no /tokenizer/row_0/pieces";
+  EXPECT_EQ(pieces(pad_dir + "/solo_0.h5", 0), hello);
+  EXPECT_EQ(pieces(pad_dir + "/left.h5", 0), hello);
+  EXPECT_FALSE(pieces(pad_dir + "/left.h5", 1).empty());
+  EXPECT_EQ(pieces(pad_dir + "/solo_1.h5", 0), pieces(pad_dir + "/left.h5", 1));
+}
+
+// Prompts given as ids get the merges of their text when that text encodes back to the same
+// ids, and no tokenizer group when it does not.
+TEST(RunRecord, IdPromptsGetMergesOnlyWhenTheirTextEncodesBack) {
+  testing_util::TempDir dir;
+  const std::string a = dir.file("a.h5"), b = dir.file("b.h5");
+  // 42,308,333,746,3 is "Hello world!" as the tiny tokenizer encodes it; 308,42 decodes to a
+  // text that encodes differently.
+  ASSERT_EQ(run_cmd(dir, kBin + "/lmscope-trace --model " + kTiny + " --prompt-ids 42,308,333,746,3 --max-new-tokens 1 -q --out " + a).code, 0);
+  ASSERT_EQ(run_cmd(dir, kBin + "/lmscope-trace --model " + kTiny + " --prompt-ids 308,42 --max-new-tokens 1 -q --out " + b).code, 0);
+  EXPECT_EQ(pieces(a, 0).size(), 5u);
+  EXPECT_TRUE(pieces(b, 0).empty());
+}
