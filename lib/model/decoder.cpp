@@ -20,8 +20,8 @@ Tensor prepare_or_empty(Backend& be, const Tensor& t) { return t.defined() && t.
 // Wanted hook tensors on their way to the trace. A backend whose host copies are
 // asynchronous (CUDA: pinned buffers, queued on its stream) has them offered once the device
 // has caught up: when the copies pending reach kFlushBytes and at the end of the forward, so
-// an enabled hook never stalls the device mid-layer. A synchronous backend (CPU) offers at
-// once, exactly as before.
+// an enabled hook never stalls the device mid-layer. A synchronous backend (CPU) offers each
+// tensor at once, right after the op that made it.
 class HookQueue {
  public:
   HookQueue(Backend& be, Trace* trace) : be_(be), trace_(trace) {}
