@@ -10,6 +10,11 @@
 // decode step must read (weights once, plus every row's KV cache) over the measured device
 // copy bandwidth: the memory roofline, and the fraction of it that decode reaches.
 //   lmscope-bench --model DIR --backend cuda --dtype bf16 --prompt-len 512 --decode 64 --configs none --roofline
+//
+// --dequant (a .gguf file): instead of generating, times the dequantization of every
+// quantized tensor of the file to float32 (GgufFile::to_f32; F32 tensors are views, no work)
+// and load_model of the whole file (parse + dequantize + un-permute), medians of --repeats.
+//   OMP_NUM_THREADS=1 lmscope-bench --model models/SmolLM2-135M-Instruct.Q4_1.gguf --dequant --repeats 5
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -24,6 +29,7 @@
 #include "backend/cuda/cuda_backend.h"
 #endif
 #include "generate/generator.h"
+#include "io/gguf.h"
 #include "model/load_model.h"
 #include "model/random_weights.h"
 #include "tools/cli_common.h"
@@ -116,6 +122,38 @@ nlohmann::json decode_roofline(const ModelConfig& c, Backend& be, int batch, int
   return r;
 }
 
+// --dequant: the GGUF file's quantized tensors dequantized to float32, and load_model of the
+// whole file, each timed `repeats` times (medians reported).
+nlohmann::json dequant_bench(const std::string& path, int repeats) {
+  using clock = std::chrono::steady_clock;
+  auto secs_since = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
+  const GgufFile f = GgufFile::open(path);
+  int64_t elems = 0, tensors = 0;
+  for (const auto& t : f.tensors())
+    if (t.type != 0) elems += t.numel(), ++tensors;   // F32 tensors are views into the mapping, not work
+  if (tensors == 0) throw std::runtime_error("--dequant: " + path + " has no quantized tensor");
+  std::vector<double> deq, load;
+  for (int r = 0; r < repeats; ++r) {
+    auto t0 = clock::now();
+    int64_t done = 0;
+    for (const auto& t : f.tensors())
+      if (t.type != 0) done += f.to_f32(t).numel();
+    deq.push_back(secs_since(t0));
+    if (done != elems) throw std::logic_error("--dequant: dequantized " + std::to_string(done) + " elements, expected " +
+                                              std::to_string(elems));
+    t0 = clock::now();
+    LoadedModel m = load_model(path);
+    load.push_back(secs_since(t0));
+  }
+  const double d = median(deq), l = median(load);
+  std::printf("dequantize: %lld elements of %lld quantized tensors in %.3f s (%.0f M elements/s)\n", (long long)elems,
+              (long long)tensors, d, double(elems) / d / 1e6);
+  std::printf("load_model: %.3f s for the whole file\n", l);
+  return {{"model", path},           {"quantized_tensors", tensors}, {"quantized_elements", elems},
+          {"dequant_seconds", d},    {"dequant_runs", deq},          {"load_model_seconds", l},
+          {"load_model_runs", load}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -123,7 +161,7 @@ int main(int argc, char** argv) {
   std::string model = "synthetic:tiny", backend_name = "cpu", configs = "none,empty,all", json_out;
   int prompt_len = 64, decode = 32, repeats = 3, batch = 1;
   std::string dtype = "f32", loop = "generate";
-  bool roofline = false;
+  bool roofline = false, dequant = false;
   app.add_option("--model", model, "synthetic:tiny, synthetic:smollm2, synthetic:deepseek-r1-1.5b, a model directory or a .gguf file")
       ->capture_default_str();
   app.add_option("--prompt-len", prompt_len)->capture_default_str();
@@ -139,10 +177,19 @@ int main(int argc, char** argv) {
                  "argmax only, the work scripts/bench_hf.py times")
       ->check(CLI::IsMember({"generate", "forward"}))
       ->capture_default_str();
+  app.add_flag("--dequant", dequant,
+               "with a .gguf --model: time dequantizing its quantized tensors and load_model instead of generating");
   app.add_option("--json", json_out, "also write the figures as JSON to this file");
   CLI11_PARSE(app, argc, argv);
 
   return cli::run_tool("lmscope-bench", [&] {
+    if (repeats < 1) throw std::runtime_error("--repeats must be at least 1");
+    if (dequant) {
+      if (!is_gguf_path(model) && !is_gguf_file(model)) throw std::runtime_error("--dequant needs a .gguf --model");
+      nlohmann::json report = dequant_bench(model, repeats);
+      if (!json_out.empty()) std::ofstream(json_out) << report.dump(2) << "\n";
+      return 0;
+    }
     auto backend = make_backend(backend_name, dtype);   // first: no device fails before the weights are made
     ModelConfig cfg;
     Weights w;

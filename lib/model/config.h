@@ -24,7 +24,7 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;    // q/k/v bias (Qwen2: always true); Llama: also o_proj bias
   bool o_proj_bias = false;       // Llama with attention_bias=true has an o_proj bias, Qwen2 never
-  bool mlp_bias = false;          // Llama mlp_bias (refused if true for now? see config.cpp)
+  bool mlp_bias = false;          // Llama mlp_bias: always false (config.cpp refuses true)
   std::vector<int> bos_token_ids; // may be empty
   std::vector<int> eos_token_ids; // eos_token_id may be an int or a list
   int pad_token_id = -1;          // -1 when config.json has none

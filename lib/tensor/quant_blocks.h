@@ -2,7 +2,7 @@
 // block, a row = cols/32 blocks), attached to the float32 tensor that holds the same values
 // dequantized (Tensor::blocks). A backend that can multiply by the blocks directly reads
 // ~6x fewer bytes per weight (CPU decode: lib/backend/cpu/block_matmul.h); every other use
-// reads the float32 values, as before.
+// reads the float32 values.
 #pragma once
 #include <cstddef>
 #include <cstdint>

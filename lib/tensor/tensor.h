@@ -1,6 +1,6 @@
 // Tensor: a shape, an element type and a pointer to storage that the tensor keeps alive.
-// Row-major (the last axis is contiguous). Storage is host memory for now; the CUDA backend
-// adds Device::Cuda.
+// Row-major (the last axis is contiguous). Storage is host memory (Device::Host) or, made by
+// the CUDA backend, device memory (Device::Cuda).
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -1,7 +1,12 @@
 // Trace: what the forward pass offers its tensors to. It asks its HookSet first; a hook
-// nobody asked for costs one table lookup and no copy. Wanted tensors are copied to the host
-// as float32 and written by the TraceWriter into the current step's group right away, so a
-// value is never read from a buffer that is reused later.
+// nobody asked for costs one table lookup and no copy. An offered tensor (a host tensor,
+// stored as float32 unless it holds ids) is written by the TraceWriter into the current
+// step's group during offer(). When it is offered depends on the backend: on the CPU right
+// after the op that made it; on a device backend the forward's HookQueue
+// (trace/hook_queue.h) queues an asynchronous copy into pinned host memory and offers the
+// copies once the device has caught up (at the end of the forward, or when 256 MiB are
+// pending). Either way the tensor offered is an op's own output or a copy of it, never a
+// buffer that is reused later.
 #pragma once
 #include <memory>
 #include <string>
@@ -29,7 +34,7 @@ class Trace {
   Trace(HookSet hooks, TraceWriter* writer);
 
   bool wants(Hook h, int layer = -1) const { return hooks_.enabled(h, layer); }
-  // Host tensors only for now; a device backend copies to the host before offering.
+  // Host tensors only; a device backend copies to the host before offering.
   void offer(Hook h, int layer, const Tensor& t);
   void offer(Hook h, const Tensor& t) { offer(h, -1, t); }
 

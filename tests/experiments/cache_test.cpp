@@ -184,8 +184,8 @@ TEST(CacheFaults, NamesRoundTrip) {
   }
 }
 
-// The faults only touch cached decode steps: without a cache, or with none planted, generation
-// is what it was.
+// The faults only touch cached decode steps: without a cache the planted faults leave the
+// generated tokens unchanged.
 TEST_F(CacheExperiment, FaultsDoNotTouchTheUncachedPath) {
   GenerateOptions o;
   o.prompts = {synthetic_prompt(10, tiny->loaded.cfg.vocab_size, 5)};

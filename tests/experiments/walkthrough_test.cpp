@@ -1,60 +1,18 @@
-// The lessons in walkthroughs/*.md run as written. Each ```sh block is one bash script (set -e,
-// pipefail), run from a scratch directory where `build/`, `golden/` and `models/` point at the
-// build and the repository; each `<!-- expect: TEXT -->` line after a block names text its
-// output must contain.
+// The lessons in walkthroughs/*.md run as written: every ```sh block, in order, in one scratch
+// directory (a later block may read what an earlier one wrote), with the conventions of
+// tests/experiments/md_blocks.h (expect lines, not-run marks, ```text for command shapes).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <regex>
-#include <sstream>
 
-#include "tests/experiments/exp_util.h"
+#include "tests/experiments/md_blocks.h"
 
 using namespace lmscope;
 using namespace lmscope::exp_test;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Block {
-  int line = 0;
-  std::string script;
-  std::vector<std::string> expect;
-};
-
-std::vector<Block> blocks_of(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<Block> out;
-  std::string line;
-  int n = 0;
-  bool in_sh = false, after = false;
-  const std::regex expect(R"(^<!-- expect: (.*) -->\s*$)");
-  while (std::getline(in, line)) {
-    ++n;
-    if (in_sh) {
-      if (line.rfind("```", 0) == 0) {
-        in_sh = false;
-        after = true;
-      } else {
-        out.back().script += line + "\n";
-      }
-      continue;
-    }
-    if (line.rfind("```sh", 0) == 0) {
-      out.push_back(Block{n, "", {}});
-      in_sh = true;
-      continue;
-    }
-    std::smatch m;
-    if (after && std::regex_match(line, m, expect)) {
-      out.back().expect.push_back(m[1]);
-      continue;
-    }
-    after = false;
-  }
-  return out;
-}
 
 std::vector<std::string> lessons() {
   std::vector<std::string> out;
@@ -75,19 +33,18 @@ TEST_P(Walkthrough, CommandsRunAndShowWhatTheLessonSays) {
   // The lessons are committed: none found means a broken checkout, not a reason to skip.
   ASSERT_NE(GetParam(), "(none)") << "no walkthroughs/*.md found under " << kRoot;
   const std::string path = kRoot + "/walkthroughs/" + GetParam();
-  std::vector<Block> blocks = blocks_of(path);
+  std::vector<MdBlock> blocks = sh_blocks(path);
   ASSERT_FALSE(blocks.empty()) << path << " has no ```sh block";
-  testing_util::TempDir dir;
-  fs::create_directory_symlink(kBin, dir.path() / "build");
-  fs::create_directory_symlink(kRoot + "/golden", dir.path() / "golden");
-  if (fs::exists(kRoot + "/models")) fs::create_directory_symlink(kRoot + "/models", dir.path() / "models");
-  for (const Block& b : blocks) {
+  // The blocks build on each other: a lesson that needs an absent model skips as a whole.
+  for (const MdBlock& b : blocks)
+    if (b.not_run.empty() && !absent_model(b).empty())
+      GTEST_SKIP() << GetParam() << ":" << b.line << " needs " << absent_model(b) << " (scripts/fetch-model.sh fetches it)";
+  MdScratch scratch;
+  for (const MdBlock& b : blocks) {
+    if (!b.not_run.empty()) continue;
     SCOPED_TRACE(GetParam() + ":" + std::to_string(b.line));
-    const std::string script = dir.file("block.sh");
-    std::ofstream(script) << "set -eo pipefail\ncd '" << dir.path().string() << "'\n" << b.script;
-    RunResult r = run_cmd(dir, "bash '" + script + "'");
-    ASSERT_EQ(r.code, 0) << b.script << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err;
-    for (const std::string& e : b.expect) EXPECT_NE(r.out.find(e), std::string::npos) << "expected: " << e << "\nin:\n" << r.out;
+    run_md_block(scratch, b);
+    if (HasFatalFailure()) return;
   }
 }
 
