@@ -58,10 +58,10 @@ TEST(RunRecord, EveryToolWritesTheSameRootAndTheTokenizerGroup) {
 TEST(RunRecord, IdPromptsGetMergesOnlyWhenTheirTextEncodesBack) {
   testing_util::TempDir dir;
   const std::string a = dir.file("a.h5"), b = dir.file("b.h5");
-  // 42,308,333,746,3 is "Hello world!" as the tiny tokenizer encodes it; 308,42 decodes to a
-  // text that encodes differently.
+  // 42,308,333,746,3 is "Hello world!" as the tiny tokenizer encodes it; 277,269,323 is
+  // " w" "orld", whose text " world" the tokenizer encodes as one id (746).
   ASSERT_EQ(run_cmd(dir, kBin + "/lmscope-trace --model " + kTiny + " --prompt-ids 42,308,333,746,3 --max-new-tokens 1 -q --out " + a).code, 0);
-  ASSERT_EQ(run_cmd(dir, kBin + "/lmscope-trace --model " + kTiny + " --prompt-ids 308,42 --max-new-tokens 1 -q --out " + b).code, 0);
+  ASSERT_EQ(run_cmd(dir, kBin + "/lmscope-trace --model " + kTiny + " --prompt-ids 277,269,323 --max-new-tokens 1 -q --out " + b).code, 0);
   EXPECT_EQ(pieces(a, 0).size(), 5u);
   EXPECT_TRUE(pieces(b, 0).empty());
 }
