@@ -20,9 +20,18 @@ LMSCOPE_HD float combined_mask(int s, int q_col, int key_is_real) {
 // One attention score, HF eager's order: (q . k) * scaling, then + the additive mask.
 LMSCOPE_HD float attention_score(float dot, float scale, float mask) { return dot * scale + mask; }
 
-// A masked mask entry: the sentinel above or -inf. Such a key gets probability exactly 0
-// unless the whole row is masked (then every score is the sentinel and the row is uniform).
-LMSCOPE_HD bool is_masked(float mask) { return mask <= 0.5f * kMaskedScore; }
+// A masked entry: the sentinel above, or -inf as other producers write it. The one test of
+// "masked" for the kernels (a masked key gets probability exactly 0, unless the whole row is
+// masked: then every score is the sentinel and the row is uniform) and for lmscope-diff (two
+// masked entries are equal, a masked one against a real one is a mismatch).
+// Why half the sentinel (about -1.7e38): a masked score is the sentinel plus a finite q.k, and
+// float32 rounds that sum back to the sentinel (or past it, to -inf); bf16's lowest,
+// -3.39e38, is below it too. No real activation comes within orders of magnitude of it, so
+// a value above it (-1e31, say) is a number, never a mask. A template so that the device
+// tests floats and lmscope-diff its doubles without a narrowing conversion.
+constexpr float kMaskedAtOrBelow = 0.5f * kMaskedScore;
+template <typename Real>
+LMSCOPE_HD bool is_masked(Real v) { return v <= Real(kMaskedAtOrBelow); }
 
 // The unnormalized softmax weight of score w in a row whose largest score is wmax.
 LMSCOPE_HD float softmax_weight(float w, float wmax) { return expf(w - wmax); }

@@ -1,4 +1,6 @@
 // lmscope-diff A.h5 B.h5: compares trace A against the reference trace B (docs/tolerances.md).
+// --hooks / --layers select hooks as lmscope-trace does; a selected hook the reference holds and
+// A does not fails, one only A holds is noted (compare/compare_step.h).
 // Exit status: 0 all pass, 1 a comparison failed, 2 bad input (always one line on stderr).
 // Alignment (compare/align.h): --row N compares row N of a padded batch, its pads stripped
 // through the masks, with a solo run; cached against uncached steps are compared at the last
@@ -18,14 +20,17 @@
 int main(int argc, char** argv) {
   using namespace lmscope;
   CLI::App app{"Compare trace A against reference trace B, hook by hook (B is the reference)"};
-  std::string path_a, path_b, tol_file, hooks, steps;
+  std::string path_a, path_b, tol_file, hooks, layers, steps;
   bool json = false, all = false, last_position = false, no_align = false;
   int row = -1, ref_row = -1;
   app.add_option("A", path_a, "trace to check")->required();
   app.add_option("B", path_b, "reference trace")->required();
   app.add_flag("--json", json, "print one JSON object instead of the table");
   app.add_option("--tolerances", tol_file, "JSON {\"glob\": {\"atol\": x, \"rtol\": y}} checked before the defaults");
-  app.add_option("--hooks", hooks, "comma-separated globs of hook names (* matches dots too)");
+  // lmscope-trace's --hooks / --layers, same meaning (trace/hook_set.h), applied to both traces:
+  // a partial trace is diffed against a full golden by selecting what it holds.
+  app.add_option("--hooks", hooks, "comma-separated globs of hook names, as lmscope-trace's (docs/hooks.md)");
+  app.add_option("--layers", layers, "layer ranges for layers.* and kv.* hooks, as lmscope-trace's, e.g. 0-3,7");
   app.add_option("--steps", steps, "steps to compare, e.g. 0-3,7");
   app.add_flag("--all", all, "one line per (step, hook) instead of per hook");
   app.add_option("--row", row, "compare row N of A, its pads stripped through A's masks (a padded batch row vs a solo run)");
@@ -50,6 +55,7 @@ int main(int argc, char** argv) {
   try {
     if (!tol_file.empty()) opts.tolerances.load_overrides(tol_file);
     if (!hooks.empty()) opts.hook_globs = split_list(hooks);
+    opts.layers = layers;
     if (!steps.empty()) opts.steps = parse_ranges(steps);
     a = std::make_unique<TraceReader>(path_a);
     b = std::make_unique<TraceReader>(path_b);

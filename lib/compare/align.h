@@ -49,17 +49,11 @@ struct AlignOptions {
   bool last_position = false;
 };
 
-bool aligning(const AlignOptions& al);
-
-// compare_traces with alignment. Steps present in both traces are compared (a padded batch may
-// run longer than a solo run that stopped at EOS); generated_ids are compared for the selected
-// rows over the common steps. Hooks that cannot be aligned (an unknown layout) are compared as
-// they are and fail on shape if they differ.
+// compare_traces with alignment: the same loop (compare/compare_step.h), each pair of tensors
+// aligned before it is compared. generated_ids are compared for the selected rows
+// (compare_generated). Hooks that cannot be aligned (an unknown layout) are compared as they are
+// and fail on shape if they differ.
 CompareReport compare_aligned(const TraceReader& a, const TraceReader& ref, const CompareOptions& opts,
                               const AlignOptions& al);
-
-// A row's attention mask at a step ([S] ints), from the step's tokens.attention_mask; empty when
-// the step has none.
-std::vector<int32_t> row_mask_at(const TraceReader& t, int step, int64_t row);
 
 }  // namespace lmscope

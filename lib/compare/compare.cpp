@@ -1,14 +1,10 @@
 #include "compare/compare.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
-#include <stdexcept>
-#include <unordered_set>
 
-#include "trace/hooks.h"
-#include "trace/select.h"
+#include "compare/align.h"
 
 namespace lmscope {
 
@@ -26,11 +22,6 @@ std::string join_axes(const std::vector<std::string>& axes) {
   std::string s;
   for (size_t i = 0; i < axes.size(); ++i) s += (i ? "," : "") + axes[i];
   return s;
-}
-
-HookResult compare_hook(const TraceReader& a, const TraceReader& ref, int step, const std::string& hook,
-                        const HookData* attention_mask, const ToleranceTable& tols) {
-  return compare_hook_data(step, hook, a.read(step, hook), ref.read(step, hook), attention_mask, tols);
 }
 
 // A reference may keep only the last k query rows of a [.., T, ..] hook (HF generate with
@@ -98,41 +89,36 @@ HookResult compare_hook_data(int step, const std::string& hook, const HookData& 
   return r;
 }
 
-std::optional<std::pair<HookData, HookData>> generated_ids_of_both(const TraceReader& a, const TraceReader& ref,
-                                                                   CompareReport& rep) {
+void compare_generated(const TraceReader& a, const TraceReader& ref, int row_a, int row_ref, CompareReport& rep) {
   const bool ha = a.has_generated_ids(), hb = ref.has_generated_ids();
-  if (!ha && !hb) return std::nullopt;
-  if (ha != hb) {
-    rep.generated_differ(ha ? "only A has generated_ids" : "A has no generated_ids");
-    return std::nullopt;
-  }
-  return std::make_pair(a.generated_ids(), ref.generated_ids());
-}
-
-namespace {
-
-// generated_ids: equal iff both are absent or both hold the same ids.
-void compare_generated(const TraceReader& a, const TraceReader& ref, CompareReport& rep) {
-  auto ids = generated_ids_of_both(a, ref, rep);
-  if (!ids) return;
-  const HookData &ga = ids->first, &gb = ids->second;
-  if (ga.shape != gb.shape) {
-    rep.generated_differ("shape " + shape_str(ga.shape) + " vs reference " + shape_str(gb.shape));
-    return;
-  }
-  for (size_t i = 0; i < ga.values.size(); ++i) {
-    if (ga.values[i] != gb.values[i]) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "first difference at %s: A %lld vs reference %lld",
-                    index_str(unravel(int64_t(i), ga.shape)).c_str(), (long long)ga.values[i],
-                    (long long)gb.values[i]);
-      rep.generated_differ(buf);
-      return;
+  if (!ha && !hb) return;
+  // The first reason they differ, or "" when they agree.
+  auto why = [&]() -> std::string {
+    if (ha != hb) return ha ? "only A has generated_ids" : "A has no generated_ids";
+    const HookData ga = a.generated_ids(), gb = ref.generated_ids();
+    if (ga.shape.size() != 2 || gb.shape.size() != 2) return "generated_ids is not [B,N]";
+    const bool whole = row_a < 0;
+    if (whole && ga.shape != gb.shape) return "shape " + shape_str(ga.shape) + " vs reference " + shape_str(gb.shape);
+    if (!whole && (row_a >= ga.shape[0] || row_ref >= gb.shape[0])) return "generated_ids has no such row";
+    const int64_t na = ga.shape[1], n = gb.shape[1];
+    if (na < n) return "A's row has " + std::to_string(na) + " tokens, the reference's " + std::to_string(n);
+    for (int64_t i = 0; i < (whole ? ga.shape[0] : 1); ++i) {
+      const int64_t ra = whole ? i : row_a, rb = whole ? i : row_ref;
+      for (int64_t k = 0; k < n; ++k) {
+        const double x = ga.values[size_t(ra * na + k)], y = gb.values[size_t(rb * n + k)];
+        if (x == y) continue;
+        const std::string at = whole ? index_str({ra, k})
+                                     : "row " + std::to_string(ra) + " (reference row " + std::to_string(rb) +
+                                           "), token " + std::to_string(k);
+        return "first difference at " + at + ": A " + std::to_string((long long)x) + " vs reference " +
+               std::to_string((long long)y);
+      }
     }
-  }
+    return "";
+  };
+  const std::string note = why();
+  if (!note.empty()) rep.generated_differ(note);
 }
-
-}  // namespace
 
 std::string HookResult::reason() const {
   if (kind == Kind::MissingInA) return "missing in A";
@@ -157,40 +143,9 @@ size_t CompareReport::hook_names() const {
   return names.size();
 }
 
+// The plain comparison is the aligned one with nothing to align: one loop (compare/compare_step.h).
 CompareReport compare_traces(const TraceReader& a, const TraceReader& ref, const CompareOptions& opts) {
-  CompareReport rep;
-  rep.path_a = a.path();
-  rep.path_ref = ref.path();
-  int n = std::max(a.n_steps(), ref.n_steps());
-  for (int step = 0; step < n; ++step) {
-    if (!opts.steps.empty() && !std::binary_search(opts.steps.begin(), opts.steps.end(), step)) continue;
-    std::vector<std::string> ha, hb;
-    if (a.has_step(step)) ha = a.hooks(step);
-    if (ref.has_step(step)) hb = ref.hooks(step);
-    std::unordered_set<std::string> in_a(ha.begin(), ha.end()), in_ref(hb.begin(), hb.end());
-    std::optional<HookData> mask;
-    if (ref.has_hook(step, "tokens.attention_mask")) mask = ref.read(step, "tokens.attention_mask");
-    for (const std::string& hook : hb) {
-      if (!match_any(opts.hook_globs, hook)) continue;
-      if (!in_a.count(hook)) {
-        rep.missing_in_a.push_back({step, hook});
-        HookResult r;
-        r.step = step;
-        r.hook = hook;
-        r.kind = HookResult::Kind::MissingInA;
-        rep.results.push_back(std::move(r));
-        continue;
-      }
-      rep.results.push_back(compare_hook(a, ref, step, hook, mask ? &*mask : nullptr, opts.tolerances));
-    }
-    for (const std::string& hook : ha)
-      if (!in_ref.count(hook) && match_any(opts.hook_globs, hook)) rep.only_in_a.push_back({step, hook});
-  }
-  if (rep.results.empty() && rep.only_in_a.empty())
-    throw std::runtime_error("nothing to compare: no hook of '" + ref.path() + "' matches the selected steps/hooks");
-  compare_generated(a, ref, rep);
-  conclude(rep);
-  return rep;
+  return compare_aligned(a, ref, opts, AlignOptions{});
 }
 
 void conclude(CompareReport& rep) {

@@ -14,7 +14,10 @@ namespace lmscope {
 
 struct CompareOptions {
   ToleranceTable tolerances = ToleranceTable::defaults();
-  std::vector<std::string> hook_globs;   // empty: every hook
+  // Hooks compared: lmscope-trace's --hooks globs and --layers ranges, with the same meaning
+  // (trace/hook_set.h), applied to both traces. Both empty: every hook.
+  std::vector<std::string> hook_globs;   // "layers.*.attn.q_rope", "logits"
+  std::string layers;                    // "0-1,5"
   std::vector<int> steps;                // empty: every step
 };
 
@@ -56,20 +59,21 @@ struct CompareReport {
   }
 };
 
-// One hook of one step from values already in memory: what compare_traces does for each
-// (step, hook) after reading both files. The experiment tools call it on tensors they hold
-// or have aligned first (compare/align.h).
+// One hook of one step from values in memory: what every comparison does for each (step, hook)
+// it compares (compare/compare_step.h), after aligning them if asked (compare/align.h).
 HookResult compare_hook_data(int step, const std::string& hook, const HookData& a, const HookData& ref,
                              const HookData* attention_mask, const ToleranceTable& tols);
 
-// Throws std::runtime_error (one line) when the options select nothing to compare.
+// Trace A against the reference trace, step by step and hook by hook (compare/compare_step.h:
+// the one loop, and its rule for a step or hook on one side only). Throws std::runtime_error
+// (one line) for a bad hook glob or layer range, or when the options select nothing to compare.
 CompareReport compare_traces(const TraceReader& a, const TraceReader& ref, const CompareOptions& opts);
 
-// Both traces' generated_ids, for compare_traces and compare_aligned to compare each their way;
-// nullopt when there is nothing to compare: neither trace has them (equal), or only one has them
-// (rep.generated_differ, saying which).
-std::optional<std::pair<HookData, HookData>> generated_ids_of_both(const TraceReader& a, const TraceReader& ref,
-                                                                   CompareReport& rep);
+// generated_ids into rep (generated_equal, generated_note). Every row (row_a = row_ref = -1):
+// equal, shape too. One row of each (a padded batch's row against a solo run): the reference
+// row's tokens, each equal; A's row may run longer (the batch generates on after the solo run
+// of this row stopped at EOS), not shorter.
+void compare_generated(const TraceReader& a, const TraceReader& ref, int row_a, int row_ref, CompareReport& rep);
 
 // Sets first_failure (the first failing result, in report order) and pass (no failure and
 // equal generated ids) once the results are in.

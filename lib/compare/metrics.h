@@ -4,15 +4,11 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention_math.cuh"   // is_masked: what counts as a masked entry
 #include "tensor/tensor.h"
 #include "trace/trace_reader.h"   // HookData
 
 namespace lmscope {
-
-// Additive-mask entries: lmscope writes -3.4028235e38, other producers -inf. Both count
-// as "masked"; two masked entries are equal, a masked one against a real one is a mismatch.
-constexpr double kMaskedAtOrBelow = -1e30;
-inline bool is_masked(double v) { return v <= kMaskedAtOrBelow; }
 
 struct Metrics {
   double max_abs = 0;          // +inf when masks (or NaN/inf) disagree somewhere

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "compare/align.h"
+#include "compare/compare_step.h"
 #include "tokenizer/ids_text.h"
 #include "trace/hooks.h"
 
@@ -154,81 +154,90 @@ int hook_axis(Hook h, const std::string& axis) {
   return -1;
 }
 
-int64_t t_axis(const HookData& d) {
-  const int ti = d.axis("T");
-  return ti < 0 ? -1 : d.shape[size_t(ti)];
-}
-
-// The uncached run (the reference), compared with the stored cached run as its tensors arrive.
+// The uncached run (the reference) against the stored cached run (A): a step's tensors are
+// gathered as they arrive and compared when the step ends, through compare_step (the one
+// comparison loop and its rule for what one side lacks, compare/compare_step.h), aligned as
+// cached against uncached: the last position of each step, the cache kv.L.k / kv.L.v against
+// the uncached k_rope / v of all positions.
 class Comparer : public TraceSink {
  public:
   Comparer(const CachedCapture& c, const ToleranceTable& tol, std::vector<CacheStep>& out)
       : cached_(c), tol_(tol), out_(out) {}
 
   void begin_step(const StepInfo& info) override {
-    finish();
-    step_ = info.step;
-    cur_ = CacheStep();
-    cur_.step = info.step;
+    end_step();
+    open_step(info.step);
     cur_.T_uncached = info.T;
     cur_.S = info.S;
-    if (size_t(step_) < cached_.infos.size()) cur_.T_cached = cached_.infos[size_t(step_)].T;
-    mask_.reset();
-    results_.clear();
-    open_ = true;
   }
 
   void offer(Hook h, int layer, const Tensor& t) override {
-    if (size_t(step_) >= cached_.steps.size()) return;   // the cached run stopped earlier
-    const auto& cs = cached_.steps[size_t(step_)];
-    const std::string name = hook_name(h, layer);
-    auto it = cs.find(name);
     // Only the rows the cached step has are compared: slice before widening to double (the
     // uncached step holds the whole sequence). k_rope / v are kept whole for the cache check.
+    const std::string name = hook_name(h, layer);
     int64_t keep = -1;
-    const bool whole = h == Hook::AttnKRope || h == Hook::AttnV;
-    if (it != cs.end() && !whole) {
+    const Stored* c = cached(cur_.step, name);
+    if (c && h != Hook::AttnKRope && h != Hook::AttnV) {
       const int ti = hook_axis(h, "T");
-      if (ti >= 0 && size_t(ti) < it->second.shape.size()) keep = it->second.shape[size_t(ti)];
+      if (ti >= 0 && size_t(ti) < c->shape.size()) keep = c->shape[size_t(ti)];
     }
-    HookData ref = to_hook_data(h, layer, t, keep);
-    if (h == Hook::TokensAttentionMask) mask_ = ref;
-    if (it != cs.end()) {
-      HookData a = to_data(it->second);
-      HookData r = ref;
-      const int64_t ta = t_axis(a), tr = t_axis(r);
-      if (ta > 0 && tr > 0 && ta != tr) {
-        a = last_positions(a, std::min(ta, tr));
-        r = last_positions(r, std::min(ta, tr));
-      }
-      if (h == Hook::Logits) logit_stats(a, r);
-      add(compare_hook_data(step_, name, a, r, mask_ ? &*mask_ : nullptr, tol_));
-    }
-    if (h == Hook::AttnKRope || h == Hook::AttnV) {   // the cache against all positions recomputed
-      const std::string kv = hook_name(h == Hook::AttnKRope ? Hook::KvK : Hook::KvV, layer);
-      auto kt = cs.find(kv);
-      if (kt != cs.end()) {
-        HookData r = ref;
-        r.hook = kv;
-        for (auto& ax : r.axes)
-          if (ax == "T") ax = "S";
-        HookResult res = compare_hook_data(step_, kv, to_data(kt->second), r, mask_ ? &*mask_ : nullptr, tol_);
-        res.note = res.note.empty() ? "against the uncached " + name : res.note + "; against the uncached " + name;
-        cur_.kv_compared = true;
-        cur_.kv_max_abs = std::max(cur_.kv_max_abs, res.m.max_abs);
-        add(std::move(res));
-      }
+    uncached_[name] = to_hook_data(h, layer, t, keep);
+  }
+
+  // Ends the last step; then the cached steps the uncached run never reached, which hold hooks
+  // on one side only (reported as compare_step's rule says, not dropped).
+  void finish() {
+    end_step();
+    for (size_t step = out_.size(); step < cached_.steps.size(); ++step) {
+      open_step(int(step));
+      end_step();
     }
   }
 
-  void finish() {
+ private:
+  void open_step(int step) {
+    cur_ = CacheStep();
+    cur_.step = step;
+    if (size_t(step) < cached_.infos.size()) {
+      cur_.T_cached = cached_.infos[size_t(step)].T;
+      cur_.S = cached_.infos[size_t(step)].S;
+    }
+    uncached_.clear();
+    open_ = true;
+  }
+
+  const Stored* cached(int step, const std::string& name) const {
+    if (step < 0 || size_t(step) >= cached_.steps.size()) return nullptr;
+    auto it = cached_.steps[size_t(step)].find(name);
+    return it == cached_.steps[size_t(step)].end() ? nullptr : &it->second;
+  }
+
+  // Compares the step, then sums it up in cur_ and appends that to out_.
+  void end_step() {
     if (!open_) return;
     open_ = false;
-    std::stable_sort(results_.begin(), results_.end(), [](const HookResult& x, const HookResult& y) {
-      return hook_sort_key(x.hook) < hook_sort_key(y.hook);
-    });
-    cur_.hooks_compared = int(results_.size());
-    for (const HookResult& r : results_) {
+    StepHooks a, ref;
+    a.source = "the cached run";
+    if (size_t(cur_.step) < cached_.steps.size()) {
+      const auto& stored = cached_.steps[size_t(cur_.step)];
+      for (const auto& [name, s] : stored) a.names.push_back(name);
+      a.read = [&stored](const std::string& name) { return to_data(stored.at(name)); };
+    }
+    ref.source = "the uncached run";
+    for (const auto& [name, d] : uncached_) ref.names.push_back(name);
+    ref.read = [this](const std::string& name) { return uncached_.at(name); };
+
+    const size_t first = report_.results.size();
+    compare_step(cur_.step, a, ref, HookFilter(), AlignOptions{-1, -1, /*last_position=*/true}, tol_, report_);
+    if (a.has("logits") && ref.has("logits"))
+      logit_stats(last_positions(a.read("logits"), 1), last_positions(ref.read("logits"), 1));
+    for (size_t i = first; i < report_.results.size(); ++i) {
+      const HookResult& r = report_.results[i];
+      if (r.kind != HookResult::Kind::MissingInA) ++cur_.hooks_compared;
+      if (r.hook.rfind("kv.", 0) == 0 && r.kind != HookResult::Kind::MissingInA) {
+        cur_.kv_compared = true;
+        cur_.kv_max_abs = std::max(cur_.kv_max_abs, r.m.max_abs);
+      }
       if (r.pass || r.hook.rfind("sample.", 0) == 0) continue;   // sample.*: judged through the argmax
       cur_.pass = false;
       if (!cur_.first_failure) cur_.first_failure = r;
@@ -237,9 +246,6 @@ class Comparer : public TraceSink {
     }
     out_.push_back(cur_);
   }
-
- private:
-  void add(HookResult r) { results_.push_back(std::move(r)); }
 
   // Largest difference of the last position's logits, argmax of each side, the reference's margin.
   void logit_stats(const HookData& a, const HookData& r) {
@@ -282,11 +288,10 @@ class Comparer : public TraceSink {
   const CachedCapture& cached_;
   const ToleranceTable& tol_;
   std::vector<CacheStep>& out_;
-  int step_ = -1;
   bool open_ = false;
   CacheStep cur_;
-  std::optional<HookData> mask_;
-  std::vector<HookResult> results_;
+  std::map<std::string, HookData> uncached_;   // the current step's tensors, as offered
+  CompareReport report_;                       // every step's results
 };
 
 }  // namespace

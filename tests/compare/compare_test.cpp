@@ -5,6 +5,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "compare/align.h"
 #include "compare/compare.h"
 #include "compare/report.h"
 #include "tests/test_util.h"
@@ -20,6 +21,22 @@ struct Pair {
 CompareReport run(const Pair& p, const CompareOptions& opts = {}) {
   TraceReader a(p.a), ref(p.ref);
   return compare_traces(a, ref, opts);
+}
+// A trace of `steps` steps, each holding tokens.attention_mask [1,S] and embed [1,1,4] (ones);
+// with ids, generated_ids [1,steps] = 10, 11, ...
+void trace_of_steps(const std::string& path, int steps, bool with_ids = false) {
+  TraceWriter w(path);
+  for (int s = 0; s < steps; ++s) {
+    w.begin_step({s, s == 0 ? "prefill" : "decode", true, s, 1, s + 1});
+    std::vector<int32_t> mask(size_t(s + 1), 1);
+    w.write("tokens.attention_mask", "B,S", {1, s + 1}, mask.data());
+    std::vector<float> x(4, 1.f);
+    w.write("embed", "B,T,D", {1, 1, 4}, x.data());
+  }
+  std::vector<int32_t> ids;
+  for (int s = 0; s < steps; ++s) ids.push_back(10 + s);
+  if (with_ids) w.write_root_dataset("generated_ids", {1, steps}, ids.data());
+  w.commit();
 }
 }  // namespace
 
@@ -220,4 +237,87 @@ TEST(CompareReportText, OneLinePerHookOrEveryStep) {
   EXPECT_LT(agg.find("layers.0.resid_post"), agg.find("kv.0.k"));
   EXPECT_LT(agg.find("kv.0.k"), agg.find("logits"));
   EXPECT_LT(agg.find("logits"), agg.find("sample.chosen"));
+}
+
+// The step rule (compare/compare_step.h), the same for the plain and the aligned comparison:
+// a step only the reference holds is missing in A (a failure); one only A holds is noted. The
+// aligned comparison used to compare only the steps both held, so A stopping early passed.
+TEST(CompareTraces, AStepOnlyTheReferenceHoldsFailsOneOnlyAHoldsIsNoted) {
+  Pair p;
+  trace_of_steps(p.a, 2);
+  trace_of_steps(p.ref, 3);
+  for (const AlignOptions& al : {AlignOptions{}, AlignOptions{-1, -1, /*last_position=*/true}}) {
+    CompareReport r = compare_aligned(TraceReader(p.a), TraceReader(p.ref), {}, al);
+    EXPECT_FALSE(r.pass);
+    ASSERT_EQ(r.missing_in_a.size(), 2u);
+    EXPECT_EQ(r.missing_in_a[0].step, 2);
+    EXPECT_EQ(r.missing_in_a[0].hook, "tokens.attention_mask");
+    EXPECT_EQ(r.missing_in_a[1].hook, "embed");
+    ASSERT_TRUE(r.first_failure);
+    EXPECT_EQ(r.results[*r.first_failure].step, 2);
+    EXPECT_EQ(r.results[*r.first_failure].reason(), "missing in A");
+
+    CompareReport back = compare_aligned(TraceReader(p.ref), TraceReader(p.a), {}, al);   // roles swapped
+    EXPECT_TRUE(back.pass) << report_text(back, true);
+    ASSERT_EQ(back.only_in_a.size(), 2u);
+    EXPECT_EQ(back.only_in_a[1].step, 2);
+    EXPECT_NE(report_text(back, false).find("only in A (not compared): embed (steps 2)"), std::string::npos)
+        << report_text(back, false);
+  }
+}
+
+// generated_ids by the same rule for one row (a padded batch's against a solo run): A's row may
+// run on after the reference's stops, not stop before it. The whole trace: equal, shape too.
+TEST(CompareTraces, GeneratedIdsOfARowFollowTheStepRule) {
+  Pair p;
+  trace_of_steps(p.a, 3, /*with_ids=*/true);
+  trace_of_steps(p.ref, 2, /*with_ids=*/true);
+  const AlignOptions row{0, 0, false};
+  CompareReport longer = compare_aligned(TraceReader(p.a), TraceReader(p.ref), {}, row);
+  EXPECT_TRUE(longer.pass) << report_text(longer, true);
+  CompareReport shorter = compare_aligned(TraceReader(p.ref), TraceReader(p.a), {}, row);
+  EXPECT_FALSE(shorter.pass);
+  EXPECT_EQ(shorter.generated_note, "A's row has 2 tokens, the reference's 3");
+  CompareReport whole = compare_traces(TraceReader(p.a), TraceReader(p.ref), {});
+  EXPECT_FALSE(whole.pass);
+  EXPECT_EQ(whole.generated_note, "shape [1,3] vs reference [1,2]");
+}
+
+// --hooks / --layers as lmscope-trace reads them: a selected hook missing from A is reported,
+// what is not selected is not looked at, and bad text is one clear error.
+TEST(CompareTraces, HooksAndLayersSelectAsLmscopeTraceDoes) {
+  Pair p;
+  write_synthetic_trace(p.ref);
+  write_synthetic_trace(p.a, nullptr, kLowest, {5, 6, 7, 8}, /*with_logits_in_step1=*/false);
+  CompareOptions o;
+  o.hook_globs = {"layers.*"};
+  o.layers = "0";
+  CompareReport r = run(p, o);
+  EXPECT_TRUE(r.pass) << report_text(r, true);
+  EXPECT_EQ(r.hook_names(), 3u);   // layers.0.resid_post, attn.scores, attn.probs; not kv.0.*
+  for (const HookResult& h : r.results) EXPECT_EQ(h.hook.rfind("layers.0.", 0), 0u) << h.hook;
+  o.hook_globs = {"logits", "embed"};
+  o.layers = "";
+  r = run(p, o);
+  EXPECT_FALSE(r.pass);
+  ASSERT_EQ(r.missing_in_a.size(), 1u);
+  EXPECT_EQ(r.missing_in_a[0].hook, "logits");
+  EXPECT_EQ(r.hook_names(), 2u);
+  o.layers = "3";   // the traces hold one layer
+  try {
+    run(p, o);
+    ADD_FAILURE() << "no error for --layers 3";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("--layers: layer 3 does not exist", 0), 0u) << e.what();
+  }
+  o.layers = "0-";
+  EXPECT_THROW(run(p, o), std::runtime_error);
+  o.layers = "";
+  o.hook_globs = {"layers.*.atn.q"};
+  try {
+    run(p, o);
+    ADD_FAILURE() << "no error for a glob that names no hook";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("--hooks: 'layers.*.atn.q' names no known hook", 0), 0u) << e.what();
+  }
 }

@@ -11,6 +11,7 @@ using namespace lmscope;
 namespace {
 const double kInf = std::numeric_limits<double>::infinity();
 const double kLowest = -3.4028234663852886e38;   // float32 lowest, as a double
+const double kBf16Lowest = -3.3895313892515355e38;   // bfloat16 lowest (torch.finfo(bfloat16).min)
 }  // namespace
 
 TEST(Metrics, BasicErrorScaleRelCosine) {
@@ -44,8 +45,8 @@ TEST(Metrics, CosineEdgeCases) {
 }
 
 TEST(Metrics, MaskedSentinelsOfDifferentProducersAreEqual) {
-  // lmscope writes float32 lowest, other producers -inf; a huge value is "masked" too.
-  std::vector<double> a = {0.5, kLowest, kLowest, -1e31};
+  // lmscope writes float32 lowest, other producers -inf (or bf16's lowest).
+  std::vector<double> a = {0.5, kLowest, kLowest, kBf16Lowest};
   std::vector<double> ref = {0.5, -kInf, kLowest, -kInf};
   Metrics m = compute_metrics(a, ref);
   EXPECT_EQ(m.max_abs, 0);
@@ -53,6 +54,24 @@ TEST(Metrics, MaskedSentinelsOfDifferentProducersAreEqual) {
   EXPECT_EQ(m.compared, 1);
   EXPECT_DOUBLE_EQ(m.scale, 0.5);   // sentinels never enter the scale
   EXPECT_DOUBLE_EQ(m.cosine, 1);
+}
+
+// One threshold (kernels/attention_math.cuh) for the attention kernels and for the diff: half
+// the float32 sentinel. A large real value is a number, not a mask: -1e31 counted as masked
+// under the old -1e30 threshold of the diff, and hid a real value behind a -inf.
+TEST(Metrics, MaskedMeansAtOrBelowHalfTheSentinel) {
+  for (double v : {-kInf, kLowest, kBf16Lowest, double(kMaskedAtOrBelow)}) {
+    EXPECT_TRUE(is_masked(v)) << v;
+    EXPECT_TRUE(is_masked(float(v))) << v;   // the kernels' float view agrees
+  }
+  for (double v : {-1e31, -1e37, 0.5 * double(kMaskedAtOrBelow), 0.0, std::nan("")}) {
+    EXPECT_FALSE(is_masked(v)) << v;
+    EXPECT_FALSE(is_masked(float(v))) << v;
+  }
+  Metrics m = compute_metrics({-1e31}, {-kInf});
+  EXPECT_TRUE(std::isinf(m.max_abs));
+  EXPECT_EQ(m.mismatched_special, 1);
+  EXPECT_EQ(m.masked_both, 0);
 }
 
 TEST(Metrics, OneSidedMaskIsAnInfiniteError) {
