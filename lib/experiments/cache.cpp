@@ -76,12 +76,7 @@ bool is_kv(Hook h) { return h == Hook::KvK || h == Hook::KvV; }
 HookData to_data(const Stored& s) {
   HookData d;
   d.hook = hook_name(s.id, s.layer);
-  std::string axes = hook_info(s.id).axes;
-  for (size_t a = 0, b; a <= axes.size(); a = b + 1) {
-    b = axes.find(',', a);
-    if (b == std::string::npos) b = axes.size();
-    d.axes.push_back(axes.substr(a, b - a));
-  }
+  d.axes = hook_axes(s.id);
   d.shape = s.shape;
   d.is_int = s.is_int;
   if (is_kv(s.id)) {
@@ -141,18 +136,6 @@ class CachedCapture : public TraceSink {
   std::vector<StepInfo> infos;
   std::vector<std::map<std::string, Stored>> steps;
 };
-
-// Index of an axis in a hook's axes ("B,H,T,hd", "T" -> 2), or -1.
-int hook_axis(Hook h, const std::string& axis) {
-  std::string axes = hook_info(h).axes;
-  int i = 0;
-  for (size_t a = 0, b; a <= axes.size(); a = b + 1, ++i) {
-    b = axes.find(',', a);
-    if (b == std::string::npos) b = axes.size();
-    if (axes.substr(a, b - a) == axis) return i;
-  }
-  return -1;
-}
 
 // The uncached run (the reference) against the stored cached run (A): a step's tensors are
 // gathered as they arrive and compared when the step ends, through compare_step (the one

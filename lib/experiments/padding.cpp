@@ -38,13 +38,7 @@ Divergence make_divergence(const HookResult& r, const TraceReader& solo) {
   d.reason = r.reason();
   const StepInfo si = solo.step_info(r.step);
   if (p && !r.argmax_index.empty()) {
-    std::vector<std::string> axes = split_list(hook_info(p->id).axes);
-    auto find = [&](const char* name) {
-      for (size_t i = 0; i < axes.size(); ++i)
-        if (axes[i] == name) return int(i);
-      return -1;
-    };
-    const int ti = find("T"), s_i = find("S");
+    const int ti = hook_axis(p->id, "T"), s_i = hook_axis(p->id, "S");
     if (ti >= 0 && size_t(ti) < r.argmax_index.size() && size_t(ti) < r.shape_ref.size())
       d.position = si.S - r.shape_ref[size_t(ti)] + r.argmax_index[size_t(ti)];
     else if (s_i >= 0 && size_t(s_i) < r.argmax_index.size())

@@ -69,12 +69,7 @@ TracedRun run_traced(const ModelContext& m, const GenerateOptions& opt, const Ho
 HookData to_hook_data(Hook h, int layer, const Tensor& t, int64_t last_t) {
   HookData d;
   d.hook = hook_name(h, layer);
-  std::string axes = hook_info(h).axes;
-  for (size_t a = 0, b; a <= axes.size(); a = b + 1) {
-    b = axes.find(',', a);
-    if (b == std::string::npos) b = axes.size();
-    d.axes.push_back(axes.substr(a, b - a));
-  }
+  d.axes = hook_axes(h);
   d.shape = t.shape();
   // Elements kept: every one, or the last last_t of axis T ([outer, T, inner] blocks).
   const int ti = d.axis("T");

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "experiments/run.h"
+#include "kernels/attention_math.cuh"
 #include "tokenizer/encode_trace.h"
 #include "trace/hooks.h"
 
@@ -196,7 +197,7 @@ std::string Stepper::page_inputs() const {
     std::vector<std::string> labels;
     for (int64_t t = r0; t < T; ++t) {
       labels.push_back(std::string("q").append(std::to_string(S - T + t)));
-      for (int64_t s = c0; s < S; ++s) grid.push_back(mc->values[size_t((b * T + t) * S + s)] <= -1e30 ? NAN : 1.0);
+      for (int64_t s = c0; s < S; ++s) grid.push_back(is_masked(mc->values[size_t((b * T + t) * S + s)]) ? NAN : 1.0);
     }
     o << "\nmask.combined, row " << b << " (query rows x key columns; ██ may attend, ·· masked: "
       << "the future by causality, pads by the padding mask):\n";
@@ -268,7 +269,7 @@ std::string Stepper::page_attention(int l) const {
       labels.push_back(std::string("q").append(std::to_string(S - T + t)));
       for (int64_t s = c0; s < S; ++s) {
         const size_t i = size_t(((b * H + h) * T + t) * S + s);
-        const bool masked = sc && sc->values[i] <= -1e30;
+        const bool masked = sc && is_masked(sc->values[i]);
         grid.push_back(masked ? NAN : pr->values[i]);
       }
     }

@@ -1,7 +1,10 @@
 #include "trace/hooks.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <stdexcept>
+
+#include "trace/select.h"
 
 namespace lmscope {
 
@@ -106,6 +109,14 @@ std::string hook_sort_key(const std::string& name) {
     std::snprintf(buf, sizeof buf, "1|%06d|%03d", parsed->layer, idx);
   }
   return buf;
+}
+
+std::vector<std::string> hook_axes(Hook h) { return split_list(hook_info(h).axes); }
+
+int hook_axis(Hook h, const std::string& axis) {
+  const std::vector<std::string> axes = hook_axes(h);
+  auto it = std::find(axes.begin(), axes.end(), axis);
+  return it == axes.end() ? -1 : int(it - axes.begin());
 }
 
 }  // namespace lmscope

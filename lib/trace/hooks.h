@@ -30,6 +30,8 @@ struct HookInfo {
 };
 
 const HookInfo& hook_info(Hook h);
+std::vector<std::string> hook_axes(Hook h);                // {"B","H","T","hd"}
+int hook_axis(Hook h, const std::string& axis);            // index of "T" in those, or -1
 const std::vector<HookInfo>& all_hooks();          // in forward order
 std::string hook_name(Hook h, int layer = -1);     // "layers.3.attn.q"
 

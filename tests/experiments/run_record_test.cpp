@@ -40,7 +40,7 @@ TEST(RunRecord, EveryToolWritesTheSameRootAndTheTokenizerGroup) {
   ASSERT_EQ(p.code, 0) << p.err;
 
   const std::vector<std::string> root = sorted_root_attrs(trace);
-  for (const std::string& attr : {"format", "model_path", "config_json", "prompts", "gqa_map", "n_steps", "missing_hooks"})
+  for (const char* attr : {"format", "model_path", "config_json", "prompts", "gqa_map", "n_steps", "missing_hooks"})
     EXPECT_NE(std::find(root.begin(), root.end(), attr), root.end()) << attr;
   for (const char* f : {"/left.h5", "/solo_0.h5", "/solo_1.h5"}) EXPECT_EQ(sorted_root_attrs(pad_dir + f), root) << f;
 
