@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
 scripts/fetch-model.sh || echo "test: SmolLM2 could not be fetched; its tests will skip"
+scripts/fetch-r1-tokenizer.sh || echo "test: the DeepSeek-R1-Distill GGUF header could not be fetched; its tests will skip"
 # ctest runs two tests at once on the two cores: one OpenMP thread each. Two-thread tests side
 # by side spin against each other (measured: 182 s of tests instead of 28 s).
 OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} ctest --test-dir build --output-on-failure -j2

@@ -97,7 +97,8 @@ int main(int argc, char** argv) {
        do_bench = false;
   int repeat = 5;
   app.add_option("--tokenizer", tokenizer_path, "tokenizer.json, a directory holding it, or a .gguf model file")->required();
-  app.add_option("text", text, "text to tokenize");
+  // An empty TEXT ("") is a valid input: count() tells it from no TEXT at all.
+  CLI::Option* text_opt = app.add_option("text", text, "text to tokenize (may be empty: \"\")");
   app.add_option("--file", file, "read the text from a file (raw bytes, must be UTF-8)");
   app.add_flag("--json", json, "print one JSON object (ids, tokens, words with their merges)");
   app.add_flag("--no-special", no_special, "do not let the post-processor add BOS/EOS (add_special_tokens=False)");
@@ -133,7 +134,8 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    if (!file.empty() && !text.empty()) throw std::runtime_error("give either TEXT or --file, not both");
+    const bool has_text = text_opt->count() > 0;
+    if (!file.empty() && has_text) throw std::runtime_error("give either TEXT or --file, not both");
     if (!file.empty()) text = read_file(file, "--file");
     bool add_special = !no_special;
     if (chat || !chat_json.empty()) {
@@ -144,7 +146,7 @@ int main(int argc, char** argv) {
       std::string tmpl = chat_template_file.empty() ? "" : read_file(chat_template_file, "--chat-template");
       text = tok::format_chat(t, messages, !no_gen, tok::parse_chat_format(chat_format), tmpl);
       add_special = false;   // as apply_chat_template(tokenize=True): the template has them
-    } else if (file.empty() && text.empty() && !do_bench) {
+    } else if (file.empty() && !has_text && !do_bench) {
       throw std::runtime_error("nothing to tokenize: give TEXT, --file, --chat or --decode (see --help)");
     }
     if (do_bench) {

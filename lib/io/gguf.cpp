@@ -254,9 +254,17 @@ struct GgufFile::Impl {
   std::unordered_map<std::string, size_t> kv_index;
   std::vector<GgufTensorInfo> tensors;
   std::unordered_map<std::string, size_t> tensor_index;
+  bool has_tensor_data = true;   // false only after a MetadataOnly open of a cut-off file
+
+  // Whether t's bytes lie inside the file (its offset is validated to be aligned).
+  bool data_in_file(const GgufTensorInfo& t) const {
+    const uint64_t size = map.size();
+    const uint64_t data_size = data_offset <= size ? size - data_offset : 0;
+    return t.offset <= data_size && t.nbytes <= data_size - t.offset;
+  }
 };
 
-GgufFile GgufFile::open(const std::string& path) {
+GgufFile GgufFile::open(const std::string& path, GgufOpen mode) {
   auto impl = std::make_shared<Impl>(path);
   const uint8_t* base = impl->map.data();
   const uint64_t size = impl->map.size();
@@ -342,7 +350,9 @@ GgufFile GgufFile::open(const std::string& path) {
       fail(path, where + ": ne[0] = " + num(uint64_t(ne0)) + " is not a multiple of the " + ti->name +
                      " block size " + num(ti->block_size));
     const unsigned __int128 bytes = numel / ti->block_size * ti->type_size;
-    if (bytes > size) {  // cannot possibly be in the file; also keeps nbytes in 64 bits
+    // Cannot possibly be in the file; also keeps nbytes in 64 bits. A metadata-only open lets
+    // a cut-off file through (its has_tensor_data() is false, checked below).
+    if (bytes > size && (mode == GgufOpen::Full || bytes >> 64)) {
       fail(path, where + ": " + ti->name + " data of " + (bytes >> 64 ? std::string("more than 2^64") : num(uint64_t(bytes))) +
                      " bytes is larger than the whole file (" + num(size) + " bytes); is the file truncated?");
     }
@@ -356,15 +366,16 @@ GgufFile GgufFile::open(const std::string& path) {
   const uint64_t a = impl->alignment;
   const uint64_t pad = (a - c.pos() % a) % a;
   impl->data_offset = c.pos() + pad;
-  if (!impl->tensors.empty() && impl->data_offset > size)
+  if (mode == GgufOpen::Full && !impl->tensors.empty() && impl->data_offset > size)
     fail(path, "truncated file: the data section would start at offset " + num(impl->data_offset) +
                    ", past the end of the file (" + num(size) + " bytes)");
-  const uint64_t data_size = impl->data_offset <= size ? size - impl->data_offset : 0;
   for (const auto& t : impl->tensors) {
     const std::string where = "tensor " + q(t.name);
     if (t.offset % a != 0)
       fail(path, where + ": data offset " + num(t.offset) + " is not a multiple of the alignment " + num(a));
-    if (t.offset > data_size || t.nbytes > data_size - t.offset)
+    if (impl->data_in_file(t)) continue;
+    impl->has_tensor_data = false;
+    if (mode == GgufOpen::Full)
       fail(path, where + " (" + ggml_type_name(t.type) + ", " + num(t.nbytes) + " bytes at file offset " +
                      num(impl->data_offset) + " + " + num(t.offset) + ") runs past the end of the file (" +
                      num(size) + " bytes); is the file truncated?");
@@ -506,7 +517,11 @@ const GgufTensorInfo& GgufFile::tensor_info(const std::string& name) const {
   return impl_->tensors[it->second];
 }
 
+bool GgufFile::has_tensor_data() const { return impl_->has_tensor_data; }
+
 const uint8_t* GgufFile::tensor_data(const GgufTensorInfo& t) const {
+  if (!impl_->has_tensor_data && !impl_->data_in_file(t))
+    fail(path(), "tensor " + q(t.name) + ": its data is not in the file (it holds the header only, or is truncated)");
   return impl_->map.data() + impl_->data_offset + t.offset;
 }
 

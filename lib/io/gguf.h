@@ -1,5 +1,6 @@
 // GGUF reader: a memory-mapped .gguf file (llama.cpp's format) validated in full when it is
-// opened, so later access cannot read outside the mapping.
+// opened, so later access cannot read outside the mapping. A metadata-only open (for a
+// tokenizer) also accepts a file whose tensor data is cut off: a header-only download.
 //
 // Layout (little-endian; versions 2 and 3, version 1 is refused):
 //   u32 magic "GGUF", u32 version, u64 tensor_count, u64 metadata_kv_count,
@@ -98,10 +99,15 @@ struct GgufTensorInfo {
   Shape shape() const;
 };
 
+// Full: every tensor's data must lie inside the file. MetadataOnly: the metadata and tensor
+// infos are checked as in Full, but tensor data may run past the end of the file (a header
+// cut from a large model, all a tokenizer needs); has_tensor_data() says whether it does.
+enum class GgufOpen { Full, MetadataOnly };
+
 class GgufFile {
  public:
   // Throws std::runtime_error with a one-line message starting with `path`.
-  static GgufFile open(const std::string& path);
+  static GgufFile open(const std::string& path, GgufOpen mode = GgufOpen::Full);
 
   const std::string& path() const;
   uint32_t version() const;
@@ -133,7 +139,10 @@ class GgufFile {
   const std::vector<GgufTensorInfo>& tensors() const;
   bool has_tensor(const std::string& name) const;
   const GgufTensorInfo& tensor_info(const std::string& name) const;  // throws if absent
-  const uint8_t* tensor_data(const GgufTensorInfo& t) const;          // into the mapping
+  // Whether every tensor's data lies inside the file (always true after a Full open).
+  bool has_tensor_data() const;
+  // Into the mapping; throws (naming the tensor) when its data is not in the file.
+  const uint8_t* tensor_data(const GgufTensorInfo& t) const;
   // The tensor as float32 in PyTorch order. F32 tensors are zero-copy views into the
   // mapping (they keep it alive); every other supported type is dequantized into a new
   // tensor, in parallel over blocks. Refuses a type it cannot dequantize by name.

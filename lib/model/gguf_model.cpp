@@ -205,7 +205,10 @@ Tensor gguf_unpermute_rows(const Tensor& w, int n_head) {
 }
 
 GgufModel load_gguf_model(const std::string& path) {
-  const GgufFile f = GgufFile::open(path);
+  const GgufFile f = GgufFile::open(path, GgufOpen::MetadataOnly);
+  if (!f.has_tensor_data())   // e.g. models/DeepSeek-R1-Distill-Qwen-7B.Q4_K_M.header.gguf
+    fail(path, "the file holds the GGUF header only (metadata and tensor infos, not all the tensor data): "
+               "it can serve as a tokenizer (lmscope-bpe --tokenizer), not as a model");
   GgufModel m;
   m.cfg = gguf_model_config(f);
   const ModelConfig& c = m.cfg;

@@ -72,7 +72,6 @@ class AddedTokens {
   // pass. Empty text pieces are not emitted.
   void split(std::string_view text, bool normalized_pass, std::vector<TextPiece>& out) const;
   bool has_normalized() const { return !normalized_matcher_.empty(); }
-  bool has_raw() const { return !raw_matcher_.empty(); }
 
  private:
   void add(AddedToken t, const std::string& pattern);

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "io/json_error.h"
-#include "tokenizer/jinja.h"
+#include "jinja/jinja.h"
 #include "tokenizer/json_field.h"
 #include "tokenizer/tokenizer.h"
 
@@ -107,7 +107,7 @@ std::string render_chat_template(const std::string& template_text, const std::ve
   if (template_text.empty()) throw std::runtime_error(std::string("the tokenizer has no chat template; ") + kFormatHint);
   std::unique_ptr<jinja::Template> tmpl;
   try {
-    tmpl = std::make_unique<jinja::Template>(template_text);
+    tmpl = std::make_unique<jinja::Template>(template_text, "chat template");
   } catch (const jinja::JinjaError& e) {
     throw std::runtime_error(std::string(e.what()) + "; " + kFormatHint);
   }
@@ -122,10 +122,10 @@ std::string render_chat_template(const std::string& template_text, const std::ve
   vars["documents"] = jinja::Value::none();
   try {
     return tmpl->render(vars);
+  } catch (const jinja::RaisedError& e) {
+    throw std::runtime_error(e.what());   // the template refuses this conversation: no hint
   } catch (const jinja::JinjaError& e) {
-    std::string what = e.what();
-    if (what.find("raised an exception") != std::string::npos) throw std::runtime_error(what);
-    throw std::runtime_error(what + "; " + kFormatHint);
+    throw std::runtime_error(std::string(e.what()) + "; " + kFormatHint);
   }
 }
 

@@ -2,7 +2,7 @@
 // apply_chat_template(tokenize=False) makes it. The prompt is then tokenized with
 // add_special=false (apply_chat_template(tokenize=True) does the same).
 //
-//   ChatFormat::Template    the tokenizer's own chat template, run by lib/tokenizer/jinja
+//   ChatFormat::Template    the tokenizer's own chat template, run by lib/jinja (docs/jinja.md)
 //   ChatFormat::ChatML      <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n
 //   ChatFormat::DeepSeekR1  {bos}{system}<｜User｜>{user}<｜Assistant｜>{answer}<｜end▁of▁sentence｜>
 //                           ... <｜Assistant｜><think>\n

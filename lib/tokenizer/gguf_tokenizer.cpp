@@ -1,5 +1,6 @@
 #include "tokenizer/gguf_tokenizer.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
@@ -87,6 +88,26 @@ PreSpec pre_spec(PreKind kind) {
       break;
   }
   return s;
+}
+
+// Added tokens that llama.cpp's converter stores as CONTROL although the model's own
+// tokenizer.json marks them "special": false. convert_hf_to_gguf.py makes every added token
+// that "looks special" (<|...|>, <｜...｜>) CONTROL whatever its flag, and a GGUF has no other
+// place for the flag. HF decode(skip_special_tokens=True) keeps these tokens, so we do too: the
+// model's tokenizer is the reference (docs/tokenizer.md, "Special tokens in a GGUF").
+//
+// deepseek-r1-qwen: DeepSeek-R1-Distill-Qwen, tokenizer.json "added_tokens"
+// (huggingface.co/deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B/blob/main/tokenizer.json; the 7B
+// GGUF has the same added tokens and ids): 151644, 151645, 151647 and 151659..151664 are
+// "special": false; 151643 (EOS), 151646 (BOS) and 151650..151656 (quad/vision/image/video) are
+// "special": true; <think>, </think>, <tool_call>, </tool_call> are "special": false and
+// USER_DEFINED in the GGUF already.
+const std::vector<std::string>& control_tokens_not_special(const std::string& pre) {
+  static const std::vector<std::string> none;
+  static const std::vector<std::string> deepseek_r1_qwen = {
+      "<｜User｜>",       "<｜Assistant｜>", "<|EOT|>",       "<|fim_prefix|>", "<|fim_middle|>",
+      "<|fim_suffix|>", "<|fim_pad|>",     "<|repo_name|>", "<|file_sep|>"};
+  return pre == "deepseek-r1-qwen" ? deepseek_r1_qwen : none;
 }
 
 std::string squote(std::string_view s) {
@@ -194,11 +215,13 @@ GgufTokenizerSpec gguf_tokenizer_spec(const GgufFile& f) {
   }
 
   // ---- added tokens: control (special) and user-defined (not special), matched whole ----
+  const std::vector<std::string>& not_special = control_tokens_not_special(pre_name);
   json added = json::array();
   for (size_t i = 0; i < types.size(); ++i) {
     if (types[i] != kControl && types[i] != kUserDefined) continue;
     if (tokens[i].empty()) continue;   // nothing to match in text
-    const bool special = types[i] == kControl;
+    const bool special = types[i] == kControl &&
+                         std::find(not_special.begin(), not_special.end(), tokens[i]) == not_special.end();
     added.push_back({{"id", int64_t(i)}, {"content", tokens[i]}, {"single_word", false}, {"lstrip", false},
                      {"rstrip", false}, {"normalized", false}, {"special", special}});
   }

@@ -25,7 +25,6 @@ class PostProcessor {
   // The special ids added before and after a single sequence (empty for ByteLevel/null).
   const std::vector<Item>& before() const { return before_; }
   const std::vector<Item>& after() const { return after_; }
-  bool adds_tokens() const { return !before_.empty() || !after_.empty(); }
   std::string describe() const { return describe_; }
 
  private:

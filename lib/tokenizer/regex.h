@@ -22,7 +22,6 @@ class Regex {
   Regex& operator=(const Regex&) = delete;
 
   const std::string& pattern() const { return pattern_; }
-  bool jit() const { return jit_; }
 
   // Appends the [start, end) byte ranges of every match in `text` (valid UTF-8). An empty
   // match is skipped and the search resumes one character later (Oniguruma's find_iter).

@@ -66,7 +66,8 @@ Tokenizer Tokenizer::load(const std::string& path_or_dir) {
     file = p / "tokenizer.json";
     if (!fs::exists(file, ec)) throw std::runtime_error("no tokenizer.json in directory '" + p.string() + "'");
   } else if (fs::exists(p, ec)) {
-    if (is_gguf_file(p.string())) return from_gguf(GgufFile::open(p.string()));
+    // The tokenizer is all metadata: a GGUF cut after its header (no tensor data) will do.
+    if (is_gguf_file(p.string())) return from_gguf(GgufFile::open(p.string(), GgufOpen::MetadataOnly));
     file = p;
     dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   } else {

@@ -103,6 +103,27 @@ TEST(BpeCli, WritesAnHdf5TraceAndBenchmarks) {
   EXPECT_EQ(j["lines"], 3);
 }
 
+// An empty text is a valid input, as TEXT ("") or as an empty --file: no ids, or only the
+// special tokens the post-processor adds (HF: tokenizer("") -> [] or [bos]).
+TEST(BpeCli, EmptyTextIsValid) {
+  testing_util::TempDir tmp;
+  std::ofstream(tmp.file("empty.txt")).flush();
+  const std::string options_a = kRoot + "/" + vocab_dirs().at("tiny-options-a");   // adds <|im_start|> ... <|im_end|>
+  const tok::Tokenizer& a = tokenizer("tiny-options-a");
+  const nlohmann::json around = {*a.token_to_id("<|im_start|>"), *a.token_to_id("<|im_end|>")};
+  for (const std::string& input : {std::string("''"), "--file " + tmp.file("empty.txt")}) {
+    CliRun r = run("--tokenizer " + kQwen + " --json " + input);
+    ASSERT_EQ(r.code, 0) << input << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["ids"], nlohmann::json::array()) << input;
+    r = run("--tokenizer " + options_a + " --json " + input);
+    ASSERT_EQ(r.code, 0) << input << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["ids"], around) << input;
+    r = run("--tokenizer " + options_a + " --json --no-special " + input);
+    ASSERT_EQ(r.code, 0) << input << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["ids"], nlohmann::json::array()) << input;
+  }
+}
+
 TEST(BpeCli, BadInputIsOneLineAndExit1) {
   auto expect_error = [](const CliRun& r, const std::vector<std::string>& needles) {
     EXPECT_EQ(r.code, 1) << r.err;

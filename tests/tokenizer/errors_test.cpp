@@ -13,15 +13,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 void expect_contains(const std::string& what, const std::vector<std::string>& needles) {
   for (const std::string& n : needles) EXPECT_NE(what.find(n), std::string::npos) << "missing '" << n << "' in: " << what;
   EXPECT_EQ(what.find('\n'), std::string::npos) << "not one line: " << what;

@@ -28,13 +28,7 @@ namespace {
 
 const std::string kSmolLM2 = kRoot + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 
-#define SKIP_WITHOUT_SMOLLM2()                                                                        \
-  do {                                                                                                \
-    if (!std::filesystem::exists(kSmolLM2)) {                                                         \
-      std::printf("[ skipped ] %s is missing (scripts/fetch-model.sh fetches it)\n", kSmolLM2.c_str()); \
-      GTEST_SKIP() << kSmolLM2 << " is missing (scripts/fetch-model.sh fetches it)";                   \
-    }                                                                                                 \
-  } while (0)
+#define SKIP_WITHOUT_SMOLLM2() SKIP_WITHOUT_FILE(kSmolLM2, "scripts/fetch-model.sh")
 
 const tok::Tokenizer& smollm2() {
   static const std::unique_ptr<tok::Tokenizer> t =

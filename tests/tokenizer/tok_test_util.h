@@ -1,8 +1,10 @@
 // Shared by the tokenizer tests: the committed corpus, HF references and tokenizers, each
 // loaded once per test binary.
 #pragma once
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -16,6 +18,26 @@ namespace lmscope::tok_test {
 
 inline const std::string kRoot = LMSCOPE_SOURCE_DIR;
 inline const std::string kBin = LMSCOPE_BINARY_DIR;
+
+// Skips the test, saying why (also on stdout, for ctest's log), when a file that a script
+// fetches into models/ is missing.
+#define SKIP_WITHOUT_FILE(path, fetcher)                                                       \
+  do {                                                                                         \
+    if (!std::filesystem::exists(path)) {                                                      \
+      std::printf("[ skipped ] %s is missing (%s fetches it)\n", (path).c_str(), fetcher);      \
+      GTEST_SKIP() << (path) << " is missing (" << (fetcher) << " fetches it)";                \
+    }                                                                                          \
+  } while (0)
+
+// The message of what f throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 // name -> directory, as golden/make_tokenizer_refs.py VOCABS
 inline const std::map<std::string, std::string>& vocab_dirs() {

@@ -1,29 +1,14 @@
-// A small Jinja interpreter: enough of Jinja2 to render the chat templates of the models we
-// support (ChatML as in Qwen2/Qwen2.5/Qwen3/SmolLM2, DeepSeek-V3/R1) byte for byte as
-// transformers' apply_chat_template does (ImmutableSandboxedEnvironment with trim_blocks,
-// lstrip_blocks, loop controls; tojson / raise_exception / namespace as transformers
-// defines them; `keep_trailing_newline` off).
-//
-// Supported: {{ }}, {% if/elif/else %}, {% for x in xs %} (tuple targets, else, loop.*),
-// {% set %} (incl. namespace attributes), {% break/continue %}, {% generation %}, comments,
-// whitespace control (-, +), literals, lists, dicts, attribute/item access, slices,
-// arithmetic, comparisons, and/or/not, in, `x if c else y`, ~, the common filters and
-// tests, and Python str/dict methods (startswith, split, strip, items, get, ...).
-// Anything else (macros, call blocks, includes, ...) is a JinjaError that names it.
+// A template value, as Jinja sees Python objects: undefined, None, bool, int, float, str,
+// list (tuples too), dict and namespace(). Printing follows Python's str()/repr(); tojson
+// follows json.dumps (transformers' tojson).
 #pragma once
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace lmscope::jinja {
-
-struct JinjaError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 class Value;
 using List = std::vector<Value>;
@@ -92,24 +77,5 @@ class Value {
 };
 
 bool operator==(const Value& a, const Value& b);
-
-// A parsed template. Parsing errors name the line: "chat template line 3: unsupported
-// Jinja tag 'macro'".
-class Template {
- public:
-  explicit Template(const std::string& source);
-  ~Template();
-  Template(Template&&) noexcept;
-  Template& operator=(Template&&) noexcept;
-
-  // Renders with these top-level variables. raise_exception(msg) in the template becomes
-  // JinjaError("chat template raised an exception: <msg>").
-  std::string render(const std::map<std::string, Value>& variables) const;
-
-  struct Node;
-
- private:
-  std::vector<std::unique_ptr<Node>> body_;
-};
 
 }  // namespace lmscope::jinja

@@ -1,0 +1,39 @@
+// Errors of the Jinja interpreter and where in the template they point.
+//
+// Every error a template can cause is one line: "<name> <line>:<col>: <what>", e.g.
+//   chat template 3:14: unsupported Jinja tag 'macro'
+// The parser and the evaluator throw fail(pos, what) ("3:14: what"); Template adds its name.
+// Value and the Python string helpers do not know where they are: they throw ValueError, and
+// the evaluator turns it into a positioned error at the expression that called them.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace lmscope::jinja {
+
+// What the template did wrong (or what it uses that we do not support).
+struct JinjaError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The template called raise_exception(message): the template's own verdict on its input (as
+// transformers' TemplateError), not a problem with the template.
+struct RaisedError : JinjaError {
+  using JinjaError::JinjaError;
+};
+
+// A bad value in a lower layer that has no position; the evaluator adds one.
+struct ValueError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A place in the template: 1-based line and column (in characters, after "\r\n" -> "\n").
+struct Pos {
+  int line = 1;
+  int col = 1;
+  std::string str() const { return std::to_string(line) + ":" + std::to_string(col); }
+};
+
+[[noreturn]] inline void fail(Pos at, const std::string& what) { throw JinjaError(at.str() + ": " + what); }
+
+}  // namespace lmscope::jinja
