@@ -1,0 +1,156 @@
+#include "generate/score.h"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "generate/batch.h"
+
+namespace lmscope {
+
+namespace {
+
+// log softmax(z)[y] and the argmax of z, in double. Why double: log p = z_y - logsumexp(z), a
+// difference of two numbers of the logits' size (~10-30) whose result can be ~1e-8 (a near-
+// certain token); float32 keeps ~7 digits, so it would round such an NLL to 0 or to a multiple
+// of ~2e-6. The sum under the log has V = 49152 terms (SmolLM2), and the loss is a mean of
+// many NLLs; double keeps all of that far below the tolerance on the logits themselves.
+struct LogSoftmaxAt {
+  double logprob_y;
+  int32_t top_id;
+  double top_logprob;
+};
+
+LogSoftmaxAt log_softmax_at(const float* z, int64_t V, int32_t y) {
+  int32_t top = 0;
+  for (int64_t i = 1; i < V; ++i)
+    if (z[i] > z[top]) top = int32_t(i);   // the first of equal maxima, as torch.argmax
+  const double m = z[top];                  // subtracting the max keeps every exp() <= 1
+  // sum exp(z_i - m) = 1 + tail, the top's own 1 kept out of the running sum: adding 49151
+  // terms of 1e-13 one by one to 1 would round each of them at 1's spacing (2.2e-16).
+  double tail = 0;
+  for (int64_t i = 0; i < V; ++i)
+    if (i != top) tail += std::exp(double(z[i]) - m);
+  // log p_y = (z_y - m) - log1p(tail): logsumexp = m + log(sum) is never formed, whose
+  // rounding at m's size (~30) would swamp an NLL of 1e-9.
+  const double log_sum = std::log1p(tail);
+  return {(double(z[y]) - m) - log_sum, top, -log_sum};
+}
+
+void check_rows(const std::vector<std::vector<int32_t>>& rows, int64_t vocab) {
+  if (rows.empty()) throw std::runtime_error("nothing to score: no text given");
+  for (size_t b = 0; b < rows.size(); ++b) {
+    if (rows[b].size() < 2)
+      throw std::runtime_error("text " + std::to_string(b) + " has " + std::to_string(rows[b].size()) +
+                               " token(s): nothing to predict (the loss needs at least 2 tokens)");
+    for (int32_t id : rows[b])
+      if (id < 0 || id >= vocab)
+        throw std::runtime_error("token id " + std::to_string(id) + " is outside the vocabulary (" +
+                                 std::to_string(vocab) + ")");
+  }
+}
+
+}  // namespace
+
+ScoreResult score_logits(const Tensor& logits, const std::vector<std::vector<int32_t>>& rows) {
+  const int64_t B = logits.dim(0), T = logits.dim(1), V = logits.dim(2);
+  check_rows(rows, V);
+  if (int64_t(rows.size()) != B) throw std::logic_error("score_logits: logits and rows disagree on the batch size");
+  ScoreResult r;
+  double total = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const std::vector<int32_t>& ids = rows[size_t(b)];
+    if (int64_t(ids.size()) > T) throw std::logic_error("score_logits: a row is longer than the logits");
+    RowScore row;
+    row.ids = ids;
+    for (int64_t t = 1; t < int64_t(ids.size()); ++t) {   // labels shifted by one: t from t-1
+      const LogSoftmaxAt s = log_softmax_at(logits.f32() + (b * T + t - 1) * V, V, ids[size_t(t)]);
+      row.tokens.push_back({t, ids[size_t(t)], s.logprob_y, -s.logprob_y, s.top_id, s.top_logprob});
+      row.nll_sum += -s.logprob_y;
+    }
+    total += row.nll_sum;
+    r.n_predicted += int64_t(row.tokens.size());
+    r.rows.push_back(std::move(row));
+  }
+  r.loss = total / double(r.n_predicted);   // one mean over all tokens: a long row weighs more
+  r.perplexity = std::exp(r.loss);
+  return r;
+}
+
+ScoreResult score_rows(Decoder& decoder, const std::vector<std::vector<int32_t>>& rows, int32_t pad_id) {
+  check_rows(rows, decoder.config().vocab_size);
+  // Right padding: cumsum(mask) - 1 gives each real token its position as if alone.
+  const Batch batch = Batch::from_prompts(rows, PaddingSide::Right, pad_id);
+  const StepInput in{batch.ids_tensor(), batch.position_ids(), batch.mask_tensor()};
+  const Tensor logits = decoder.forward(in, /*cache=*/nullptr, /*trace=*/nullptr, LogitsFor::AllPositions);
+  return score_logits(logits, rows);
+}
+
+// ---- reports ------------------------------------------------------------------------------
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// A piece in quotes, padded to `width` display columns (UTF-8 continuation bytes take none).
+std::string quoted(const std::string& s, size_t width) {
+  std::string q = "\"" + s + "\"";
+  size_t cols = 0;
+  for (unsigned char c : q) cols += (c & 0xC0) != 0x80;
+  if (cols < width) q.append(width - cols, ' ');
+  return q;
+}
+
+}  // namespace
+
+std::string score_report_text(const ScoreResult& r, const std::vector<std::string>& texts, const PieceFn& piece) {
+  std::string out;
+  for (size_t b = 0; b < r.rows.size(); ++b) {
+    const RowScore& row = r.rows[b];
+    const std::string& text = b < texts.size() ? texts[b] : std::string();
+    out += "text " + std::to_string(b) + (text.empty() ? "" : ": \"" + text + "\"") + " (" +
+           std::to_string(row.ids.size()) + " tokens)\n";
+    out += "  pos  token                 p(token)         NLL   top choice            p(top)\n";
+    // Position 0 is context only: no token before it predicts it.
+    out += "    0  " + quoted(piece(row.ids[0]), 20) + "         -           -\n";
+    for (const TokenScore& s : row.tokens) {
+      char pos[16];
+      std::snprintf(pos, sizeof pos, "%5lld  ", (long long)s.position);
+      out += pos + quoted(piece(s.id), 20) + fmt("%10.6f", std::exp(s.logprob)) + fmt("%12.6f", s.nll) + "   " +
+             quoted(piece(s.top_id), 20) + fmt("%8.4f", std::exp(s.top_logprob)) +
+             (s.top_id == s.id ? "  =" : "") + "\n";
+    }
+    if (r.rows.size() > 1)
+      out += "  text " + std::to_string(b) + ": mean NLL " + fmt("%.6f", row.mean_nll()) + " over " +
+             std::to_string(row.tokens.size()) + " predicted tokens, perplexity " +
+             fmt("%.4f", std::exp(row.mean_nll())) + "\n";
+  }
+  out += "loss (mean NLL) " + fmt("%.6f", r.loss) + " over " + std::to_string(r.n_predicted) +
+         " predicted tokens" + (r.rows.size() > 1 ? " of all texts" : "") + ", perplexity " +
+         fmt("%.4f", r.perplexity) + "\n";
+  return out;
+}
+
+std::string score_report_json(const ScoreResult& r, const std::vector<std::string>& texts, const PieceFn& piece) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t b = 0; b < r.rows.size(); ++b) {
+    const RowScore& row = r.rows[b];
+    nlohmann::json toks = nlohmann::json::array();
+    for (const TokenScore& s : row.tokens)
+      toks.push_back({{"position", s.position}, {"id", s.id}, {"piece", piece(s.id)},
+                      {"prob", std::exp(s.logprob)}, {"logprob", s.logprob}, {"nll", s.nll},
+                      {"top_id", s.top_id}, {"top_piece", piece(s.top_id)}, {"top_prob", std::exp(s.top_logprob)}});
+    rows.push_back({{"text", b < texts.size() ? texts[b] : std::string()}, {"ids", row.ids},
+                    {"n_predicted", row.tokens.size()}, {"mean_nll", row.mean_nll()},
+                    {"perplexity", std::exp(row.mean_nll())}, {"tokens", toks}});
+  }
+  nlohmann::json j = {{"rows", rows}, {"n_predicted", r.n_predicted}, {"loss", r.loss}, {"perplexity", r.perplexity}};
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace lmscope

@@ -1,0 +1,65 @@
+// Scoring text under the model (teacher forcing): ONE forward over the whole text, and at every
+// position t >= 1 the probability the model gave token t from tokens 0..t-1. This is training's
+// forward without the backward:
+//
+//   inputs  = ids[0 .. n-2]        labels = ids[1 .. n-1]    (shifted by one)
+//   nll_t   = -log softmax(logits[t-1])[ids[t]]              (cross-entropy per position)
+//   loss    = sum of nll_t over every predicted token of the batch / their count
+//   perplexity = exp(loss)
+//
+// which is Hugging Face's model(input_ids, attention_mask, labels).loss with labels = input_ids
+// and pads set to -100 (transformers' ForCausalLMLoss: the mean over the non-ignored tokens of
+// the whole batch, not a mean of per-row means). docs/score.md has the details and tolerances.
+//
+//   ScoreResult r = score_rows(decoder, {{504, 3575, 282, 4649}}, pad_id);
+//   r.loss, r.rows[0].tokens[0].prob   // p(3575 | 504)
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/decoder.h"
+#include "tensor/tensor.h"
+
+namespace lmscope {
+
+struct TokenScore {
+  int64_t position = 0;     // t >= 1: the token at t, predicted from the logits at t-1
+  int32_t id = 0;
+  double logprob = 0;       // log p(id | tokens before t), computed in double
+  double nll = 0;           // -logprob: this position's cross-entropy
+  int32_t top_id = 0;       // the model's own first choice at t (argmax of the logits at t-1)
+  double top_logprob = 0;
+};
+
+struct RowScore {
+  std::vector<int32_t> ids;           // the row's tokens, no pads
+  std::vector<TokenScore> tokens;     // positions 1 .. n-1
+  double nll_sum = 0;
+  double mean_nll() const { return nll_sum / double(tokens.size()); }
+};
+
+struct ScoreResult {
+  std::vector<RowScore> rows;
+  int64_t n_predicted = 0;   // sum over rows of (tokens - 1)
+  double loss = 0;           // sum of every row's nll_sum / n_predicted (HF's -100 mean)
+  double perplexity = 0;     // exp(loss)
+};
+
+// Checks the rows (at least one; each >= 2 tokens, since a single token has nothing to predict;
+// ids in [0, vocab_size)), pads them on the right with pad_id, runs one forward (no cache, all
+// positions' logits) and scores them. Right padding keeps every real token at positions
+// 0..n-1 as if alone, and no real label is predicted from a pad column.
+ScoreResult score_rows(Decoder& decoder, const std::vector<std::vector<int32_t>>& rows, int32_t pad_id);
+
+// The arithmetic alone: logits [B,T,V] float32 of the right-padded rows -> scores.
+ScoreResult score_logits(const Tensor& logits, const std::vector<std::vector<int32_t>>& rows);
+
+// The readable report and the JSON form. piece(id) shows a token ("␣Paris"); texts[b] is row
+// b's text ("" where it was given as ids).
+using PieceFn = std::function<std::string(int32_t)>;
+std::string score_report_text(const ScoreResult& r, const std::vector<std::string>& texts, const PieceFn& piece);
+std::string score_report_json(const ScoreResult& r, const std::vector<std::string>& texts, const PieceFn& piece);
+
+}  // namespace lmscope
