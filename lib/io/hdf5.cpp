@@ -1,9 +1,12 @@
 #include "io/hdf5.h"
 
 #include <hdf5.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <type_traits>
 
@@ -16,6 +19,19 @@ namespace {
 // Stores that compress well and are big enough to matter: logits, scores, probs, kv.
 constexpr size_t kCompressAbove = 64 * 1024;
 constexpr size_t kTargetChunk = 1 << 20;   // ~1 MiB chunks: HDF5's recommended range
+// deflate cannot expand data more than ~1032:1, so a filtered dataset whose shape claims
+// more than this many times the bytes it stores is a lie, not a compressed array.
+constexpr uint64_t kMaxExpansion = 1100;
+
+// HDF5 registers H5_term_library with atexit() on its first call. After an H5Fclose that
+// failed (a full disk, a file-size limit), 1.10 keeps a half-destroyed file in its handle
+// table, and that exit handler closes it again: SIGSEGV after the one-line error was
+// printed. Every file lmscope opens is closed by its RAII owner, so the handler has nothing
+// to do: keep HDF5 from installing it (this runs before main, before any other HDF5 call).
+const bool kNoAtexit = [] {
+  H5dont_atexit();
+  return true;
+}();
 
 // The most specific reason on HDF5's error stack ("No such file or directory", "file
 // signature not found"), so the one-line message says why and not only what.
@@ -93,6 +109,38 @@ std::vector<hsize_t> chunk_dims(const Shape& shape, size_t elem) {
 
 Handle attr_space_of(hid_t attr) { return Handle(H5Aget_space(attr), H5Sclose); }
 
+const char* class_name(H5T_class_t c) {
+  switch (c) {
+    case H5T_INTEGER: return "an integer";
+    case H5T_FLOAT: return "a float";
+    case H5T_STRING: return "a string";
+    case H5T_COMPOUND: return "a compound";
+    case H5T_ENUM: return "an enum";
+    case H5T_ARRAY: return "an array type";
+    case H5T_VLEN: return "a variable-length sequence";
+    case H5T_REFERENCE: return "a reference";
+    case H5T_OPAQUE: return "opaque";
+    case H5T_BITFIELD: return "a bitfield";
+    case H5T_TIME: return "a time";
+    default: return "of an unknown type";
+  }
+}
+
+// The size of the file that holds obj: no attribute or dataset in it stores more bytes.
+// 0 when it cannot be found (every size check then fails, which is the safe side).
+uint64_t file_size_of(hid_t obj) {
+  Handle f(H5Iget_file_id(obj), H5Fclose);
+  hsize_t size = 0;
+  if (!f.valid() || H5Fget_filesize(f.get(), &size) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return 0;
+  }
+  return size;
+}
+
+// a * b, or false on overflow
+bool mul(uint64_t a, uint64_t b, uint64_t& out) { return !__builtin_mul_overflow(a, b, &out); }
+
 }  // namespace
 
 void silence_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
@@ -127,6 +175,22 @@ int Handle::close() {
 // ---- Object: attributes ---------------------------------------------------------------
 
 void Object::fail(const std::string& what) const { throw_h5(file_, name_, what); }
+
+std::string Object::identity() const {
+  std::string key;
+#if H5_VERSION_GE(1, 12, 0)
+  H5O_info2_t info;
+  if (H5Oget_info3(id(), &info, H5O_INFO_BASIC) < 0) fail("cannot get object info");
+  key.append(reinterpret_cast<const char*>(&info.fileno), sizeof info.fileno);
+  key.append(reinterpret_cast<const char*>(&info.token), sizeof info.token);
+#else
+  H5O_info_t info;
+  if (H5Oget_info2(id(), &info, H5O_INFO_BASIC) < 0) fail("cannot get object info");
+  key.append(reinterpret_cast<const char*>(&info.fileno), sizeof info.fileno);
+  key.append(reinterpret_cast<const char*>(&info.addr), sizeof info.addr);
+#endif
+  return key;
+}
 
 namespace {
 // Writes (replacing) one attribute; the caller provides the file type and memory type.
@@ -202,6 +266,19 @@ H5T_class_t attr_class(const Object& obj, const std::string& key) {
   Handle t(H5Aget_type(a.get()), H5Tclose);
   return t.valid() ? H5Tget_class(t.get()) : H5T_NO_CLASS;
 }
+
+// The number of elements of attribute `a` (file type ft), checked against the file's size:
+// attribute values are stored raw, so more bytes than the file has is a corrupt header.
+size_t attr_points(const Object& obj, hid_t a, hid_t ft, const std::string& key) {
+  Handle sp = attr_space_of(a);
+  hssize_t n = sp.valid() ? H5Sget_simple_extent_npoints(sp.get()) : -1;
+  if (n < 0) throw_h5(obj.file_path(), obj.name(), "cannot get the dataspace of attribute '" + key + "'");
+  uint64_t bytes = 0;
+  if (!mul(uint64_t(n), H5Tget_size(ft), bytes) || bytes > file_size_of(obj.id()))
+    throw std::runtime_error("HDF5 '" + obj.file_path() + "' " + obj.name() + ": attribute '" + key + "' claims " +
+                             std::to_string(n) + " elements, more than the file holds");
+  return size_t(n);
+}
 }  // namespace
 
 bool Object::attr_is_string(const std::string& key) const { return attr_class(*this, key) == H5T_STRING; }
@@ -211,7 +288,17 @@ std::string Object::attr_string(const std::string& key) const {
   Handle a = open_attr(*this, key);
   if (!a.valid()) fail("cannot open attribute '" + key + "'");
   Handle ft(H5Aget_type(a.get()), H5Tclose);
-  if (H5Tget_class(ft.get()) != H5T_STRING) fail("attribute '" + key + "' is not a string");
+  if (!ft.valid()) fail("cannot get the type of attribute '" + key + "'");
+  H5T_class_t c = H5Tget_class(ft.get());
+  if (c != H5T_STRING) fail("attribute '" + key + "' is " + class_name(c) + ", not a string");
+  // H5Aread writes every element: an array of k strings into one char* overflows it.
+  Handle sp = attr_space_of(a.get());
+  H5S_class_t sc = sp.valid() ? H5Sget_simple_extent_type(sp.get()) : H5S_NO_CLASS;
+  hssize_t n_el = sp.valid() ? H5Sget_simple_extent_npoints(sp.get()) : -1;
+  if ((sc != H5S_SCALAR && sc != H5S_SIMPLE) || n_el != 1)
+    fail("attribute '" + key + "' is not a single string (" +
+         (sc == H5S_NULL ? std::string("no value") : std::to_string(n_el) + " elements") + ")");
+  attr_points(*this, a.get(), ft.get(), key);   // a fixed length beyond the file's size
   if (H5Tis_variable_str(ft.get()) > 0) {
     Handle mt(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(mt.get(), H5T_VARIABLE);
@@ -235,10 +322,9 @@ std::vector<double> Object::attr_doubles(const std::string& key) const {
   if (!a.valid()) fail("cannot open attribute '" + key + "'");
   Handle ft(H5Aget_type(a.get()), H5Tclose);
   H5T_class_t c = H5Tget_class(ft.get());
-  if (c != H5T_INTEGER && c != H5T_FLOAT) fail("attribute '" + key + "' is not numeric");
-  Handle sp = attr_space_of(a.get());
-  hssize_t n = H5Sget_simple_extent_npoints(sp.get());
-  std::vector<double> v(std::max<hssize_t>(n, 0));
+  if (c != H5T_INTEGER && c != H5T_FLOAT) fail("attribute '" + key + "' is " + class_name(c) + ", not numeric");
+  size_t n = attr_points(*this, a.get(), ft.get(), key);
+  std::vector<double> v(n);
   if (n > 0 && H5Aread(a.get(), H5T_NATIVE_DOUBLE, v.data()) < 0) fail("cannot read attribute '" + key + "'");
   return v;
 }
@@ -248,9 +334,8 @@ int64_t Object::attr_int(const std::string& key) const {
   if (!a.valid()) fail("cannot open attribute '" + key + "'");
   Handle ft(H5Aget_type(a.get()), H5Tclose);
   H5T_class_t c = H5Tget_class(ft.get());
-  if (c != H5T_INTEGER && c != H5T_FLOAT) fail("attribute '" + key + "' is not numeric");
-  Handle sp = attr_space_of(a.get());
-  if (H5Sget_simple_extent_npoints(sp.get()) != 1) fail("attribute '" + key + "' is not a single number");
+  if (c != H5T_INTEGER && c != H5T_FLOAT) fail("attribute '" + key + "' is " + class_name(c) + ", not numeric");
+  if (attr_points(*this, a.get(), ft.get(), key) != 1) fail("attribute '" + key + "' is not a single number");
   if (c == H5T_FLOAT) return int64_t(attr_doubles(key)[0]);
   int64_t v = 0;   // read as int64 directly: doubles lose ids above 2^53
   if (H5Aread(a.get(), H5T_NATIVE_INT64, &v) < 0) fail("cannot read attribute '" + key + "'");
@@ -268,9 +353,8 @@ std::vector<int32_t> Object::attr_ints(const std::string& key) const {
   if (!a.valid()) fail("cannot open attribute '" + key + "'");
   Handle ft(H5Aget_type(a.get()), H5Tclose);
   if (H5Tget_class(ft.get()) != H5T_INTEGER) fail("attribute '" + key + "' is not an integer array");
-  Handle sp = attr_space_of(a.get());
-  hssize_t n = H5Sget_simple_extent_npoints(sp.get());
-  std::vector<int32_t> v(std::max<hssize_t>(n, 0));
+  size_t n = attr_points(*this, a.get(), ft.get(), key);
+  std::vector<int32_t> v(n);
   if (n > 0 && H5Aread(a.get(), H5T_NATIVE_INT32, v.data()) < 0) fail("cannot read attribute '" + key + "'");
   return v;
 }
@@ -280,11 +364,33 @@ std::vector<int32_t> Object::attr_ints(const std::string& key) const {
 Shape Dataset::shape() const {
   Handle sp(H5Dget_space(id()), H5Sclose);
   if (!sp.valid()) fail("cannot get dataspace");
+  if (H5Sget_simple_extent_type(sp.get()) == H5S_NULL) fail("has a null dataspace (no value)");
   int nd = H5Sget_simple_extent_ndims(sp.get());
   if (nd < 0) fail("cannot get rank");
   std::vector<hsize_t> dims(nd);
-  H5Sget_simple_extent_dims(sp.get(), dims.data(), nullptr);
+  if (H5Sget_simple_extent_dims(sp.get(), dims.data(), nullptr) < 0) fail("cannot get dimensions");
+  uint64_t total = 1;
+  for (hsize_t d : dims)
+    if (!mul(total, d, total) || total > uint64_t(INT64_MAX)) fail("has a shape whose size overflows");
   return Shape(dims.begin(), dims.end());
+}
+
+size_t Dataset::checked_numel(size_t file_elem_bytes) const {
+  Shape s = shape();
+  uint64_t n = uint64_t(shape_numel(s)), bytes = 0;
+  if (!mul(n, file_elem_bytes, bytes)) fail("has a shape whose size overflows");
+  if (bytes == 0) return size_t(n);
+  // What the file really stores for it: nothing for a dataset that was never written, a
+  // compressed stream for a filtered one (bounded by deflate's best ratio).
+  uint64_t stored = std::min<uint64_t>(H5Dget_storage_size(id()), file_size_of(id()));
+  Handle dcpl(H5Dget_create_plist(id()), H5Pclose);
+  int nfilters = dcpl.valid() ? H5Pget_nfilters(dcpl.get()) : 0;
+  uint64_t limit = stored;
+  if (nfilters > 0 && !mul(stored, kMaxExpansion, limit)) limit = UINT64_MAX;
+  if (bytes > limit)
+    fail("shape " + shape_str(s) + " needs " + std::to_string(bytes) + " bytes but the file stores " +
+         std::to_string(stored) + (nfilters > 0 ? " (compressed)" : "") + " for it");
+  return size_t(n);
 }
 
 bool Dataset::is_int() const {
@@ -294,10 +400,19 @@ bool Dataset::is_int() const {
 }
 
 DatasetData Dataset::read() const {
+  Handle ft(H5Dget_type(id()), H5Tclose);
+  if (!ft.valid()) fail("cannot get type");
+  H5T_class_t c = H5Tget_class(ft.get());
+  if (c != H5T_INTEGER && c != H5T_FLOAT) fail("is " + std::string(class_name(c)) + " dataset, not numeric");
   DatasetData d;
+  size_t n = checked_numel(H5Tget_size(ft.get()));
   d.shape = shape();
-  d.is_int = is_int();
-  d.values.resize(size_t(shape_numel(d.shape)));
+  d.is_int = c == H5T_INTEGER;
+  try {
+    d.values.resize(n);
+  } catch (const std::exception&) {
+    fail("shape " + shape_str(d.shape) + " does not fit in memory");
+  }
   if (!d.values.empty() && H5Dread(id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, d.values.data()) < 0)
     fail("cannot read dataset");
   return d;
@@ -306,7 +421,7 @@ DatasetData Dataset::read() const {
 std::vector<std::string> Dataset::read_strings() const {
   Handle ft(H5Dget_type(id()), H5Tclose);
   if (!ft.valid() || H5Tget_class(ft.get()) != H5T_STRING) fail("is not a string dataset");
-  size_t n = size_t(shape_numel(shape()));
+  size_t n = checked_numel(H5Tget_size(ft.get()));
   std::vector<std::string> out;
   if (n == 0) return out;
   if (H5Tis_variable_str(ft.get()) > 0) {
@@ -477,6 +592,22 @@ File File::create(const std::string& path) {
   Handle fapl = strong_fapl();
   Handle f(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
   if (!f.valid()) throw_h5(path, "", "cannot create file");
+  Handle g(H5Gopen2(f.get(), "/", H5P_DEFAULT), H5Gclose);
+  if (!g.valid()) throw_h5(path, "/", "cannot open root group");
+  return File(std::move(f), Group(std::move(g), path, "/"), path);
+}
+
+File File::create_new(const std::string& path, bool* exists_already) {
+  silence_errors();
+  if (exists_already) *exists_already = false;
+  Handle fapl = strong_fapl();
+  Handle f(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()), H5Fclose);
+  if (!f.valid()) {
+    std::string msg = h5_message(path, "", "cannot create file");
+    struct stat st;
+    if (exists_already && ::lstat(path.c_str(), &st) == 0) *exists_already = true;
+    throw std::runtime_error(msg);
+  }
   Handle g(H5Gopen2(f.get(), "/", H5P_DEFAULT), H5Gclose);
   if (!g.valid()) throw_h5(path, "/", "cannot open root group");
   return File(std::move(f), Group(std::move(g), path, "/"), path);

@@ -2,6 +2,11 @@
 // Every handle is closed by its destructor, objects are move-only, and every HDF5 failure
 // becomes a std::runtime_error with one line naming the file and the object. HDF5's own
 // error-stack printing is switched off (it would spray multi-line dumps onto stderr).
+//
+// Readers trust nothing a file says about itself: before any read, the type class, the
+// number of elements and the bytes the file really stores are checked, so a hostile header
+// (a string array where one string is expected, 2^40 elements with nothing stored) ends in
+// the same one-line error instead of an overflow or a huge allocation.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -49,6 +54,9 @@ class Object {
   const std::string& file_path() const { return file_; }
   const std::string& name() const { return name_; }   // path inside the file, "/step_0000"
   hid id() const { return h_.get(); }
+  // Identifies the object itself, whatever link led to it (file number + address): two
+  // handles on one group give the same key. Used to detect link cycles.
+  std::string identity() const;
 
   void set_attr(const std::string& key, const std::string& v);
   void set_attr(const std::string& key, const char* v) { set_attr(key, std::string(v)); }
@@ -61,7 +69,9 @@ class Object {
   std::vector<std::string> attr_names() const;
   bool attr_is_string(const std::string& key) const;
   bool attr_is_int(const std::string& key) const;
-  std::string attr_string(const std::string& key) const;   // fixed or variable length
+  // One string, fixed or variable length, in a scalar (or one-element) attribute; an array
+  // of strings or a non-string type is an error.
+  std::string attr_string(const std::string& key) const;
   int64_t attr_int(const std::string& key) const;          // a single number, converted
   double attr_double(const std::string& key) const;
   std::vector<int32_t> attr_ints(const std::string& key) const;  // any number of elements
@@ -84,11 +94,18 @@ class Dataset : public Object {
   Dataset() = default;
   Dataset(Handle h, std::string file, std::string name)
       : Object(std::move(h), std::move(file), std::move(name)) {}
-  Shape shape() const;
+  Shape shape() const;   // throws for a null dataspace or dimensions that overflow
   bool is_int() const;
+  // Integer or float datasets only; refuses a dataset that claims more bytes than the file
+  // stores for it (an unallocated dataset with a huge shape).
   DatasetData read() const;
   // A dataset of strings (variable or fixed length), in row-major order.
   std::vector<std::string> read_strings() const;
+
+ private:
+  // shape() as an element count, after checking that numel * file_elem_bytes fits in what
+  // the file stores for this dataset.
+  size_t checked_numel(size_t file_elem_bytes) const;
 };
 
 class Group : public Object {
@@ -126,6 +143,9 @@ class Group : public Object {
 class File {
  public:
   static File create(const std::string& path);      // truncates an existing file
+  // Creates path with O_EXCL: fails if anything exists there, so it never truncates a file
+  // someone else made. exists_already is set when that is why it failed.
+  static File create_new(const std::string& path, bool* exists_already = nullptr);
   static File open_read(const std::string& path);   // read-only
   static bool is_hdf5(const std::string& path);     // false for missing / non-HDF5 files
 

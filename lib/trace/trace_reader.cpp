@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 #include <system_error>
 
@@ -53,12 +55,25 @@ std::string hook_to_path(const std::string& hook) {
   return p;
 }
 
-void collect_hooks(const h5::Group& g, const std::string& prefix, std::vector<std::string>& out) {
+// Hook paths are a few levels deep (step_0000/layers/3/attn/q); far deeper is a hostile file.
+constexpr int kMaxGroupDepth = 32;
+
+// Walks a step's groups. A soft or hard link back up to an ancestor would make this recurse
+// forever: every group is entered once (by object identity), deep nesting is refused.
+void collect_hooks(const h5::Group& g, const std::string& prefix, int depth, std::set<std::string>& seen,
+                   std::vector<std::string>& out) {
   for (const std::string& child : g.children()) {
     std::string dotted = prefix.empty() ? child : prefix + "." + child;
     h5::ChildKind k = g.kind(child);
     if (k == h5::ChildKind::Group) {
-      collect_hooks(g.open_group(child), dotted, out);
+      h5::Group sub = g.open_group(child);
+      if (!seen.insert(sub.identity()).second)
+        throw std::runtime_error("'" + g.file_path() + "' " + sub.name() +
+                                 ": a group reached a second time (a link cycle or a second link to one group); not a trace layout");
+      if (depth + 1 > kMaxGroupDepth)
+        throw std::runtime_error("'" + g.file_path() + "' " + sub.name() + ": groups nested more than " +
+                                 std::to_string(kMaxGroupDepth) + " levels deep; not a trace layout");
+      collect_hooks(sub, dotted, depth + 1, seen, out);
     } else if (k == h5::ChildKind::Dataset) {
       h5::Dataset ds = g.open_dataset(child);
       // The attribute is the name of record; the path is the fallback for other writers.
@@ -86,12 +101,23 @@ TraceReader::TraceReader(const std::string& path) : path_(path) {
     throw std::runtime_error("'" + path + "' is not an lmscope trace (format is not 'lmscope-trace')");
   if (!root.has_attr("complete") || root.attr_is_string("complete") || root.attr_int("complete") != 1)
     throw std::runtime_error("'" + path + "' is incomplete (no complete=1)");
+  // Steps are numbered 0..n-1 with one group each: a lone step_999999999 must not make a
+  // billion-entry table (nor a billion-step loop in the comparer).
+  std::map<int, std::string> found;
   for (const std::string& child : root.children()) {
     int n = parse_step_name(child);
     if (n < 0 || root.kind(child) != h5::ChildKind::Group) continue;
-    if (size_t(n) >= steps_.size()) steps_.resize(n + 1);
-    steps_[n] = root.open_group(child);
+    auto [it, fresh] = found.emplace(n, child);
+    if (!fresh)
+      throw std::runtime_error("'" + path + "' has two groups for step " + std::to_string(n) + ": " + it->second +
+                               " and " + child);
   }
+  if (!found.empty() && size_t(found.rbegin()->first) >= found.size())
+    throw std::runtime_error("'" + path + "' has " + found.rbegin()->second + " but only " +
+                             std::to_string(found.size()) + " step groups (steps must be numbered 0.." +
+                             std::to_string(found.size() - 1) + ")");
+  steps_.reserve(found.size());
+  for (const auto& [n, child] : found) steps_.push_back(root.open_group(child));
 }
 
 bool TraceReader::has_root_attr(const std::string& key) const { return file_.root().has_attr(key); }
@@ -146,7 +172,9 @@ StepInfo TraceReader::step_info(int step) const {
 
 std::vector<std::string> TraceReader::hooks(int step) const {
   std::vector<std::string> out;
-  collect_hooks(step_group(step), "", out);
+  const h5::Group& g = step_group(step);
+  std::set<std::string> seen{g.identity()};
+  collect_hooks(g, "", 1, seen, out);
   std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
     std::string ka = hook_sort_key(a), kb = hook_sort_key(b);
     return ka != kb ? ka < kb : a < b;

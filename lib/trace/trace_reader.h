@@ -29,6 +29,7 @@ class TraceReader {
   //   "'<path>' is not an HDF5 file"
   //   "'<path>' is not an lmscope trace (no 'format' attribute)"
   //   "'<path>' is incomplete (no complete=1)"
+  //   "'<path>' has step_0009 but only 2 step groups (steps must be numbered 0..1)"
   explicit TraceReader(const std::string& path);
 
   const std::string& path() const { return path_; }
@@ -49,7 +50,8 @@ class TraceReader {
   StepInfo step_info(int step) const;
 
   // Dotted hook names of a step, in forward order (hook_sort_key): found by walking the
-  // step group and reading each dataset's `hook` attribute.
+  // step group and reading each dataset's `hook` attribute. Throws one line for a link
+  // cycle (a group reached twice) or groups nested more than 32 levels deep.
   std::vector<std::string> hooks(int step) const;
   bool has_hook(int step, const std::string& hook) const;
   HookData read(int step, const std::string& hook) const;

@@ -1,7 +1,19 @@
-// Writes one trace file (docs/trace-format.md) atomically: everything goes to
-// `<out>.partial`, commit() sets complete=1 and renames it to `<out>`. A writer destroyed
-// without commit() (an exception, an early return) removes the partial file, so a path
-// either holds a complete trace or nothing new.
+// Writes one trace file (docs/trace-format.md) atomically: everything goes to a temporary
+// `<out>.partial.<pid>.<random>` created with O_EXCL next to `<out>` (never a file this
+// writer did not create), commit() sets complete=1, closes, fsyncs and renames it to `<out>`.
+// A writer destroyed without commit() (an exception, an early return) removes the
+// temporary, and so does SIGINT, SIGTERM or SIGHUP while a writer is alive (the handler
+// unlinks the temporaries, then the signal kills the process as before). Only SIGKILL or a
+// crash leave a temporary: it lacks complete=1 and is usually not even a readable HDF5
+// file; delete it. So a path holds a complete trace or nothing new.
+//
+// Two writers on one `<out>`: a writer refuses to start while another process's live
+// temporary for the same `<out>` exists (each writer holds a lock on its own), and commit()
+// refuses to replace a `<out>` that appeared or changed since this writer started; either
+// way one line says so and the other run's trace is kept whole.
+//
+// While a writer is alive, SIGXFSZ is ignored (if it was at its default), so a file-size
+// limit ends in the same one-line "File too large" error as a full disk.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -23,7 +35,7 @@ struct StepInfo {
 
 class TraceWriter {
  public:
-  // Creates out_path + ".partial" at once, so a bad output path fails before any compute.
+  // Creates the temporary at once, so a bad output path fails before any compute.
   // Throws std::runtime_error("cannot write trace '<out_path>': <reason>"), also when
   // out_path exists and is anything but an lmscope trace (never replaces other files).
   explicit TraceWriter(std::string out_path);
@@ -32,7 +44,7 @@ class TraceWriter {
   TraceWriter& operator=(const TraceWriter&) = delete;
 
   const std::string& out_path() const { return out_path_; }
-  std::string partial_path() const { return out_path_ + ".partial"; }
+  const std::string& temp_path() const { return temp_path_; }   // "" once closed
 
   void set_root_attr(const std::string& key, const std::string& v);
   void set_root_attr(const std::string& key, const char* v) { set_root_attr(key, std::string(v)); }
@@ -46,9 +58,10 @@ class TraceWriter {
 
   // Creates /step_NNNN with the step attributes; hooks written after it go there.
   void begin_step(const StepInfo& info);
-  int steps_begun() const { return steps_begun_; }
 
   // "layers.3.attn.q" -> /step_NNNN/layers/3/attn/q with attributes hook and axes.
+  // Every write throws std::runtime_error("cannot write trace '<out_path>': <HDF5 reason>")
+  // on an HDF5 failure (a full disk), std::logic_error on misuse.
   void write(const std::string& hook, const std::string& axes, const Shape& shape, const float* data);
   void write(const std::string& hook, const std::string& axes, const Shape& shape, const int32_t* data);
 
@@ -73,7 +86,8 @@ class TraceWriter {
   void write_root_strings(const std::string& name, const Shape& shape, const std::vector<std::string>& values);
 
   // Sets format / format_version / n_steps when the caller has not, then complete=1;
-  // closes and renames. On failure the partial file is removed and the error rethrown.
+  // closes, fsyncs and renames. On failure (also when another run wrote `<out>` meanwhile)
+  // the temporary is removed and one line thrown.
   void commit();
   bool committed() const { return committed_; }
 
@@ -82,13 +96,31 @@ class TraceWriter {
   void write_hook(const std::string& hook, const std::string& axes, const Shape& shape,
                   const void* data, bool is_int);
   void discard() noexcept;
+  void release_temp() noexcept;   // forget the temporary: signal slot, lock
+  void publish();                 // fsync + rename to out_path_, refusing a changed target
   [[noreturn]] void fail(const std::string& what) const;
 
+  // What out_path_ was when this writer started: commit() refuses it changed meanwhile.
+  struct TargetId {
+    bool exists = false;
+    uint64_t dev = 0, ino = 0, size = 0;
+    int64_t mtime_ns = 0;
+    bool operator==(const TargetId& o) const {
+      return exists == o.exists && dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns;
+    }
+  };
+  static TargetId target_id(const std::string& path);
+
   std::string out_path_;
+  std::string temp_path_;       // ours to remove while created_
   std::unique_ptr<State> st_;   // HDF5 handles; null once closed
-  int steps_begun_ = 0;
+  TargetId target_at_start_;
+  int steps_begun_ = 0;         // n_steps when the caller does not set it
   int gzip_level_ = 0;
-  bool created_ = false;   // the .partial file is ours to remove
+  int lock_fd_ = -1;            // holds an OFD lock on the temporary: "a writer is alive"
+  int signal_slot_ = -1;        // where the signal handler finds temp_path_
+  bool registered_ = false;     // counted among the live writers (signal handlers installed)
+  bool created_ = false;        // the temporary is ours to remove
   bool committed_ = false;
 };
 
