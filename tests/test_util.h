@@ -39,6 +39,19 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// The writer's temporaries of the trace `out` (`<out>.partial.<pid>.<random>`, beside it) that
+// still exist: none may remain after a run, whether it succeeded or failed.
+inline std::vector<std::string> trace_temporaries(const std::string& out) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> found;
+  const fs::path p(out);
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().filename().string().rfind(p.filename().string() + ".partial", 0) == 0) found.push_back(e.path().string());
+  return found;
+}
+
 inline std::string read_text(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;

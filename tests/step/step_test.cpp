@@ -160,7 +160,7 @@ TEST(Step, InATerminalEnterAdvancesNSkipsALayerAndQQuits) {
   EXPECT_NE(t.out.find("(quit)"), std::string::npos);
   // Quitting leaves no trace file behind (writes are atomic).
   EXPECT_FALSE(std::filesystem::exists(trace));
-  EXPECT_FALSE(std::filesystem::exists(trace + ".partial"));
+  EXPECT_TRUE(testing_util::trace_temporaries(trace).empty());
 }
 
 TEST(Step, InATerminalTheWalkRunsToTheEnd) {
