@@ -401,7 +401,10 @@ def stats(traces_dir, manifest):
 
 # ----------------------------------------------------------------------------- check
 
-def compare_h5(a, b):
+def compare_h5(a, b, worst=None):
+    """Bit-for-bit comparison of two traces: (differences, number of datasets). `worst`, a dict
+    if given, gets the largest max|a-b| / max|b| of a differing float dataset ('rel', 'name'),
+    sentinels (<= -1e30) left out: last-bit differences (another CPU) show as ~1e-6."""
     import h5py
     import numpy as np
     diffs = []
@@ -434,6 +437,16 @@ def compare_h5(a, b):
                 xa, ya = x[()], y[()]
                 if xa.dtype != ya.dtype or xa.shape != ya.shape or xa.tobytes() != ya.tobytes():
                     diffs.append(f"dataset {name} differs")
+                    if worst is not None:
+                        rel = float("inf")
+                        if xa.dtype == ya.dtype == np.float32 and xa.shape == ya.shape:
+                            keep = (xa > -1e30) & (ya > -1e30)
+                            if np.array_equal(xa > -1e30, ya > -1e30) and keep.any():
+                                d = np.abs(xa[keep].astype(np.float64) - ya[keep])
+                                scale = float(np.abs(ya[keep]).max())
+                                rel = float(d.max()) / scale if scale > 0 else float(d.max())
+                        if rel > worst.get("rel", -1.0):
+                            worst.update(rel=rel, name=name)
     return diffs, n[0]
 
 
@@ -454,11 +467,15 @@ def check(out_dir):
                         continue
                     same_bytes = filecmp.cmp(old, new, shallow=False)
                     if fn.endswith(".h5"):
-                        diffs, n = compare_h5(old, new)
+                        worst = {}
+                        diffs, n = compare_h5(old, new, worst)
                         total_ds += n
                         state = "identical" if not diffs else "DIFFERS"
                         print(f"{state:9} {rel}: {n} datasets bit-identical" if not diffs else
                               f"{state:9} {rel}: {len(diffs)} differences, e.g. {diffs[:3]}")
+                        if worst:
+                            print(f"          (largest max|new-old| / max|old| of a dataset: {worst['rel']:.2g} in "
+                                  f"{worst['name']}; tests/hftrace judges such traces with lmscope-diff)")
                         print(f"          (file bytes {'identical' if same_bytes else 'differ'})")
                         ok = ok and not diffs
                     else:
