@@ -101,6 +101,10 @@ int main(int argc, char** argv) {
     HookSet hook_set = (out.empty() && !step_mode) ? HookSet() : HookSet(hooks, layers, cfg.num_layers);
     std::unique_ptr<Stepper> stepper;
     if (step_mode) {
+      const int64_t batch = int64_t(opt.prompts.size());
+      if (step_row < 0 || step_row >= batch)
+        throw std::runtime_error("--step-row " + std::to_string(step_row) + " is outside the batch of " +
+                                 std::to_string(batch) + " prompt(s) (rows 0.." + std::to_string(batch - 1) + ")");
       StepperOptions so;
       so.interactive = ::isatty(0) && ::isatty(1);
       so.row = step_row;

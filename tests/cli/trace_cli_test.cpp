@@ -150,7 +150,7 @@ TEST(TraceCli, TokenIdOutsideTheVocabulary) {
 TEST(TraceCli, UnwritableOutputLeavesNothing) {
   const std::string out = "/nonexistent-dir/sub/a.h5";
   expect_one_line_error(run("--model " + kTiny + " --prompt-ids 1,2,3 --out " + out), {out});
-  EXPECT_TRUE(testing_util::trace_temporaries(out).empty());
+  EXPECT_TRUE(lmscope::testing_util::trace_temporaries(out).empty());
 }
 
 TEST(TraceCli, FailureMidRunLeavesNoPartialTrace) {
@@ -159,7 +159,7 @@ TEST(TraceCli, FailureMidRunLeavesNoPartialTrace) {
   fs::path out = fs::temp_directory_path() / ("lmscope-midrun-" + std::to_string(::getpid()) + ".h5");
   expect_one_line_error(run("--model " + kTiny + " --prompt-ids 1,5000 --out " + out.string()), {"vocabulary"});
   EXPECT_FALSE(fs::exists(out));
-  EXPECT_TRUE(testing_util::trace_temporaries(out.string()).empty());
+  EXPECT_TRUE(lmscope::testing_util::trace_temporaries(out.string()).empty());
 }
 
 TEST(TraceCli, GoodRunWritesACompleteTraceAndWarnsAboutHooksThatNeverFired) {
@@ -169,6 +169,15 @@ TEST(TraceCli, GoodRunWritesACompleteTraceAndWarnsAboutHooksThatNeverFired) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("requested hook 'kv.0.k' never fired"), std::string::npos) << r.err;
   EXPECT_TRUE(fs::exists(out));
-  EXPECT_TRUE(testing_util::trace_temporaries(out.string()).empty());
+  EXPECT_TRUE(lmscope::testing_util::trace_temporaries(out.string()).empty());
   fs::remove(out);
+}
+
+TEST(TraceCli, StepRowOutsideTheBatch) {
+  // Was a heap-buffer-overflow read in the stepper's pages.
+  for (const char* row : {"-1", "1", "7"})
+    expect_one_line_error(run("--model " + kTiny + " --prompt-ids 1,2,3 --max-new-tokens 1 --step --step-row " + std::string(row)),
+                          {"lmscope-trace: error:", "--step-row", row, "batch of 1"});
+  RunResult ok = run("--model " + kTiny + " --prompt-ids 1,2,3 --prompt-ids 4,5 --max-new-tokens 1 --step --step-row 1");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
