@@ -137,7 +137,11 @@ Value Evaluator::call_method(const Expr& e) {
       Value l = a.get(0, "iterable");
       std::string out;
       if (l.is_list())
-        for (size_t i = 0; i < l.list().size(); ++i) out += (i ? s : "") + l.list()[i].str();
+        for (size_t i = 0; i < l.list().size(); ++i) {
+          out += (i ? s : "") + l.list()[i].str();
+          if (out.size() > kMaxStringBytes)
+            fail(e.at, "join() makes a string over the limit of " + std::to_string(kMaxStringBytes >> 20) + " MiB");
+        }
       return Value(out);
     }
     fail(e.at, "unsupported string method '" + m + "'");
@@ -231,6 +235,8 @@ Value Evaluator::filter_by_name(const std::string& f, const Value& v, const Args
         Value x = v.list()[i];
         if (attr_name.is_string()) x = x.get(attr_name.s());
         out += (i ? sep : "") + x.str();
+        if (out.size() > kMaxStringBytes)
+          fail(at, "join makes a string over the limit of " + std::to_string(kMaxStringBytes >> 20) + " MiB");
       }
     return Value(out);
   }

@@ -15,12 +15,6 @@ enum class Flow { Normal, Break, Continue };
 
 // The output and the variables: scopes from the outermost (the render variables) to the
 // innermost (a loop body); {% set %} writes the innermost.
-// Limits on what one render may do (docs/jinja.md): past one, the render fails with a
-// one-line error instead of exhausting memory or time.
-constexpr int64_t kMaxRangeItems = 1'000'000;             // range() and list +
-constexpr size_t kMaxStringBytes = size_t(64) << 20;      // any string, and the output
-constexpr int64_t kMaxLoopIterations = 10'000'000;        // all {% for %} iterations of a render
-
 struct Ctx {
   std::vector<std::map<std::string, Value>> scopes;
   std::string out;

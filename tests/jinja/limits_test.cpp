@@ -63,6 +63,10 @@ TEST(JinjaLimits, RenderResourceLimits) {
   EXPECT_NE(error_of("{% set ns = namespace(l=[1]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}")
                 .find("over the limit of 1000000"),
             std::string::npos);
+  EXPECT_NE(error_of("{{ range(1000000)|join('a' * 1000) }}").find("join makes a string over the limit of 64 MiB"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ ('a' * 1000000)|replace('a', 'b' * 100) }}").find("replace() makes a string over the limit of 64 MiB"),
+            std::string::npos);
   EXPECT_NE(error_of("{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}")
                 .find("more than 10000000 loop iterations in one render"),
             std::string::npos);
