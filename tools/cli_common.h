@@ -1,7 +1,13 @@
 // Small helpers shared by the command-line tools.
 #pragma once
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cfloat>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -21,6 +27,49 @@ inline std::string command_line(int argc, char** argv) {
     s += (i ? " " : "") + (quote ? "'" + a + "'" : a);
   }
   return s;
+}
+
+// A usage error: one line "<tool>: error: <what> (see --help)" on stderr, exit code 2.
+inline int usage_error(const char* tool, std::string what) {
+  for (char& c : what)
+    if (c == '\n') c = ' ';
+  std::fprintf(stderr, "%s: error: %s (see --help)\n", tool, what.c_str());
+  return 2;
+}
+
+// Parses the command line (in place of CLI11_PARSE, whose errors are two lines without the
+// tool's name and exit 104/105...). nullopt: go on; otherwise the tool's exit code: 0 after
+// --help, 2 after a usage error.
+inline std::optional<int> parse(CLI::App& app, int argc, char** argv, const char* tool) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return usage_error(tool, e.what());
+  }
+  return std::nullopt;
+}
+
+// For a float option: refuses what is not a finite number within float range (1e39, inf, nan),
+// which would otherwise become inf or nan silently.
+inline CLI::Validator finite_float() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        const char* b = s.c_str();
+        char* end = nullptr;
+        errno = 0;
+        const double v = std::strtod(b, &end);
+        if (end == b || *end) return "";   // not a number at all: the conversion says so
+        if (!std::isfinite(v) || std::fabs(v) > FLT_MAX || errno == ERANGE)
+          return "value " + s + " is not a finite number within float range";
+        return "";
+      },
+      "FINITE");
 }
 
 // Runs a tool body; any exception becomes one line on stderr and exit code 1.

@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
   app.add_flag("--dequant", dequant,
                "with a .gguf --model: time dequantizing its quantized tensors and load_model instead of generating");
   app.add_option("--json", json_out, "also write the figures as JSON to this file");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = cli::parse(app, argc, argv, "lmscope-bench")) return *code;
 
   return cli::run_tool("lmscope-bench", [&] {
     if (repeats < 1) throw std::runtime_error("--repeats must be at least 1");

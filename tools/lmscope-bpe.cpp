@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-generation-prompt", no_gen, "with --chat: do not open the assistant's turn");
   app.add_flag("--bench", do_bench, "encode every line of --file (or TEXT), report MB/s");
   app.add_option("--repeat", repeat, "with --bench: timed passes after one warm-up pass")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = cli::parse(app, argc, argv, "lmscope-bpe")) return *code;
 
   return cli::run_tool("lmscope-bpe", [&] {
     tok::Tokenizer t = tok::Tokenizer::load(tokenizer_path);

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   app.add_flag("--json", json, "print one JSON object instead of the report");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = cli::parse(app, argc, argv, "lmscope-cache")) return *code;
 
   return cli::run_tool("lmscope-cache", [&] {
     opt.fault = parse_cache_fault(fault);

@@ -16,6 +16,7 @@
 #include "compare/report.h"
 #include "trace/select.h"
 #include "trace/trace_reader.h"
+#include "tools/cli_common.h"
 
 int main(int argc, char** argv) {
   using namespace lmscope;
@@ -39,16 +40,7 @@ int main(int argc, char** argv) {
                "where a step's T differs (cached vs uncached), compare the last T rows, and kv.* with the uncached "
                "k_rope / v (automatic when A and the reference differ in use_cache)");
   app.add_flag("--no-align", no_align, "never align automatically");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "lmscope-diff: error: " << e.what() << " (see --help)\n";
-    return 2;
-  }
+  if (auto code = cli::parse(app, argc, argv, "lmscope-diff")) return *code;
 
   CompareOptions opts;
   std::unique_ptr<TraceReader> a, b;

@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   app.add_option("--layers", opt.layers, "layer ranges for layers.* and kv.* hooks, e.g. 0-3,7");
   app.add_option("--tolerances", tol_file, "JSON {\"glob\": {\"atol\": x, \"rtol\": y}} checked before the defaults");
   app.add_flag("--json", json, "print one JSON object instead of the report");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = cli::parse(app, argc, argv, "lmscope-padding")) return *code;
 
   return cli::run_tool("lmscope-padding", [&] {
     opt.modes.clear();

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   app.get_option("--chat")->description("wrap each --text as a user message in the chat template");
   bool json = false;
   app.add_flag("--json", json, "print one JSON object: per-token rows and the summary");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = cli::parse(app, argc, argv, "lmscope-score")) return *code;
 
   return cli::run_tool("lmscope-score", [&] {
     // Input errors that need no model, named by this tool's options.

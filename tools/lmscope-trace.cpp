@@ -28,11 +28,17 @@ int main(int argc, char** argv) {
   app.add_option("--max-new-tokens", max_new, "tokens to generate")->capture_default_str();
   app.add_flag("--no-cache", no_cache, "recompute the whole sequence every step (HF use_cache=False)");
   app.add_flag("--do-sample", sc.do_sample, "sample instead of greedy");
-  app.add_option("--temperature", sc.temperature)->capture_default_str();
+  app.add_option("--temperature", sc.temperature)->check(cli::finite_float())->capture_default_str();
   app.add_option("--top-k", sc.top_k, "0 = off")->capture_default_str();
-  app.add_option("--top-p", sc.top_p, "1 = off")->capture_default_str();
-  app.add_option("--repetition-penalty", sc.repetition_penalty, "1 = off")->capture_default_str();
-  app.add_option("--seed", sc.seed)->capture_default_str();
+  app.add_option("--top-p", sc.top_p, "1 = off")->check(cli::finite_float())->capture_default_str();
+  app.add_option("--repetition-penalty", sc.repetition_penalty, "1 = off")
+      ->check(cli::finite_float())
+      ->capture_default_str();
+  app.add_option("--seed", sc.seed, "0 .. 2^64-1")
+      ->check(CLI::Validator(
+          [](std::string& s) { return s.find('-') == std::string::npos ? std::string() : "a seed must not be negative"; },
+          "NONNEGATIVE"))
+      ->capture_default_str();
   app.add_option("--audit-top", audit_top, "candidates kept in the sampling audit")->capture_default_str();
   app.add_option("--hooks", hooks, "comma-separated globs of hook names (docs/hooks.md)")->capture_default_str();
   app.add_option("--layers", layers, "layer ranges for layers.* and kv.* hooks, e.g. 0-3,7");
@@ -47,7 +53,8 @@ int main(int argc, char** argv) {
                "walk the run stage by stage in the terminal (Enter: next, n: next layer, s: next step, q: quit); "
                "without a terminal every page is printed");
   app.add_option("--step-row", step_row, "--step: the batch row whose layers are drawn")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = cli::parse(app, argc, argv, "lmscope-trace")) return *code;
+  if (app.count("--out") && out.empty()) return cli::usage_error("lmscope-trace", "--out: the file name is empty");
 
   return cli::run_tool("lmscope-trace", [&] {
     using clock = std::chrono::steady_clock;
@@ -101,6 +108,10 @@ int main(int argc, char** argv) {
     HookSet hook_set = (out.empty() && !step_mode) ? HookSet() : HookSet(hooks, layers, cfg.num_layers);
     std::unique_ptr<Stepper> stepper;
     if (step_mode) {
+      const int64_t batch = int64_t(opt.prompts.size());
+      if (step_row < 0 || step_row >= batch)
+        throw std::runtime_error("--step-row " + std::to_string(step_row) + " is outside the batch of " +
+                                 std::to_string(batch) + " prompt(s) (rows 0.." + std::to_string(batch - 1) + ")");
       StepperOptions so;
       so.interactive = ::isatty(0) && ::isatty(1);
       so.row = step_row;

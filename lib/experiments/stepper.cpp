@@ -191,7 +191,7 @@ std::string Stepper::page_inputs() const {
   }
   if (mc) {
     const int64_t B = mc->shape[0], T = mc->shape[1], S = mc->shape[2];
-    const int64_t b = std::min<int64_t>(opt_.row, B - 1);
+    const int64_t b = std::clamp<int64_t>(opt_.row, 0, B - 1);
     const int64_t r0 = std::max<int64_t>(0, T - opt_.max_rows), c0 = std::max<int64_t>(0, S - opt_.max_cols);
     std::vector<double> grid;
     std::vector<std::string> labels;
@@ -211,7 +211,7 @@ std::string Stepper::page_embed() const {
   const HookData *e = get("embed"), *ids = get("tokens.input_ids");
   if (!e || !ids) return "(embed not traced)\n";
   const int64_t B = e->shape[0], T = e->shape[1], D = e->shape[2];
-  const int64_t b = std::min<int64_t>(opt_.row, B - 1);
+  const int64_t b = std::clamp<int64_t>(opt_.row, 0, B - 1);
   o << "each token id picks one row of the embedding table (" << cfg_.vocab_size << " x " << D << "); row " << b << ":\n";
   for (int64_t t = std::max<int64_t>(0, T - opt_.max_rows); t < T; ++t) {
     const double* v = e->values.data() + (b * T + t) * D;
@@ -228,7 +228,7 @@ std::string Stepper::page_rope(int l) const {
                  *pos = get("tokens.position_ids"), *cs = get("rope.cos"), *sn = get("rope.sin");
   if (!q || !qr || !k || !kr) return "(q/k hooks not traced)\n";
   const int64_t B = q->shape[0], H = q->shape[1], T = q->shape[2], hd = q->shape[3], Hkv = k->shape[1];
-  const int64_t b = std::min<int64_t>(opt_.row, B - 1), t = T - 1;
+  const int64_t b = std::clamp<int64_t>(opt_.row, 0, B - 1), t = T - 1;
   const int position = pos ? int(pos->values[size_t(b * T + t)]) : -1;
   o << "row " << b << ", the last token of this step (position " << position << "). RoPE turns each pair of dims "
     << "(i, i+" << hd / 2 << ") by the angle position x " << fmt("%g", double(cfg_.rope_theta)) << "^(-2i/" << hd
@@ -258,7 +258,7 @@ std::string Stepper::page_attention(int l) const {
   const HookData *pr = get(p + "probs"), *sc = get(p + "scores");
   if (!pr) return "(attn.probs not traced)\n";
   const int64_t B = pr->shape[0], H = pr->shape[1], T = pr->shape[2], S = pr->shape[3];
-  const int64_t b = std::min<int64_t>(opt_.row, B - 1);
+  const int64_t b = std::clamp<int64_t>(opt_.row, 0, B - 1);
   const int64_t r0 = std::max<int64_t>(0, T - opt_.max_rows), c0 = std::max<int64_t>(0, S - opt_.max_cols);
   o << "softmax(q.k / sqrt(hd) + mask) per head, row " << b << ": query rows x key columns; shades: "
     << "' ' < 0.02 <= ░ < 0.1 <= ▒ < 0.3 <= ▓ < 0.6 <= █; ·· masked\n";
@@ -293,7 +293,7 @@ std::string Stepper::page_ffn(int l) const {
                  *rm = get(p + "resid_mid"), *rp = get(p + "resid_post");
   if (!g || !u || !a) return "(ffn hooks not traced)\n";
   const int64_t B = g->shape[0], T = g->shape[1], F = g->shape[2];
-  const int64_t b = std::min<int64_t>(opt_.row, B - 1), t = T - 1;
+  const int64_t b = std::clamp<int64_t>(opt_.row, 0, B - 1), t = T - 1;
   o << "down(silu(gate) * up), row " << b << ", the last token; F = " << F << " neurons\n";
   auto stats = [&](const char* what, const HookData* d) {
     const double* v = d->values.data() + (b * T + t) * F;

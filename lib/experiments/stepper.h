@@ -32,7 +32,7 @@ struct StepperOptions {
   bool interactive = false;
   int in_fd = 0;                    // keys are read from here (raw mode while walking)
   std::FILE* out = stdout;
-  int row = 0;                      // the batch row whose per-layer tensors are drawn
+  int row = 0;                      // the batch row whose per-layer tensors are drawn (clamped into the batch)
   int max_cols = 40;                // heatmaps show at most the last max_cols key positions
   int max_rows = 24;                // ... and the last max_rows query positions
   SamplingConfig sampling;          // shown on the sampling pages

@@ -72,6 +72,11 @@ Value Evaluator::call_function(const Expr& e) {
       if (a.pos.size() > 2) step = a.pos[2].i();
     }
     if (step == 0) fail(e.at, "range() step must not be zero");
+    const __int128 span = step > 0 ? __int128(stop) - start : __int128(start) - stop;
+    const __int128 count = span <= 0 ? 0 : (span + (step > 0 ? step : -__int128(step)) - 1) / (step > 0 ? step : -__int128(step));
+    if (count > kMaxRangeItems)
+      fail(e.at, "range() of " + std::to_string(int64_t(count)) + " items is over the limit of " +
+                     std::to_string(kMaxRangeItems));
     List l;
     for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) l.push_back(Value(i));
     return Value(std::move(l));
@@ -132,7 +137,11 @@ Value Evaluator::call_method(const Expr& e) {
       Value l = a.get(0, "iterable");
       std::string out;
       if (l.is_list())
-        for (size_t i = 0; i < l.list().size(); ++i) out += (i ? s : "") + l.list()[i].str();
+        for (size_t i = 0; i < l.list().size(); ++i) {
+          out += (i ? s : "") + l.list()[i].str();
+          if (out.size() > kMaxStringBytes)
+            fail(e.at, "join() makes a string over the limit of " + std::to_string(kMaxStringBytes >> 20) + " MiB");
+        }
       return Value(out);
     }
     fail(e.at, "unsupported string method '" + m + "'");
@@ -226,11 +235,17 @@ Value Evaluator::filter_by_name(const std::string& f, const Value& v, const Args
         Value x = v.list()[i];
         if (attr_name.is_string()) x = x.get(attr_name.s());
         out += (i ? sep : "") + x.str();
+        if (out.size() > kMaxStringBytes)
+          fail(at, "join makes a string over the limit of " + std::to_string(kMaxStringBytes >> 20) + " MiB");
       }
     return Value(out);
   }
   if (f == "int") {
-    if (v.is_number()) return Value(int64_t(v.f()));
+    if (v.kind() == Value::Kind::Int) return v;
+    if (v.is_number()) {
+      if (!(std::fabs(v.f()) < 9.2233720368547758e18)) fail(at, "int of " + v.str() + " is out of range (integers are 64-bit)");
+      return Value(int64_t(v.f()));
+    }
     try {
       return Value(int64_t(std::stoll(v.str())));
     } catch (...) {

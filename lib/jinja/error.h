@@ -6,10 +6,18 @@
 // Value and the Python string helpers do not know where they are: they throw ValueError, and
 // the evaluator turns it into a positioned error at the expression that called them.
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
 namespace lmscope::jinja {
+
+// Limits on what one render may do (docs/jinja.md): past one, the render fails with a
+// one-line error instead of exhausting memory or time.
+constexpr int64_t kMaxRangeItems = 1'000'000;             // range() and list +
+constexpr size_t kMaxStringBytes = size_t(64) << 20;      // any string (~, +, *, join, replace), and the output
+constexpr int64_t kMaxLoopIterations = 10'000'000;        // all {% for %} iterations of a render
 
 // What the template did wrong (or what it uses that we do not support).
 struct JinjaError : std::runtime_error {

@@ -12,6 +12,30 @@ namespace {
 
 int64_t norm_index(int64_t i, size_t n) { return i < 0 ? i + int64_t(n) : i; }   // Python's xs[-1]
 
+// Integers are 64-bit: where Python would make a big int, the template fails naming the operation.
+[[noreturn]] void int_overflow(Pos at, int64_t a, const std::string& op, int64_t b) {
+  fail(at, "integer overflow in " + std::to_string(a) + " " + op + " " + std::to_string(b) +
+               " (integers are 64-bit)");
+}
+
+int64_t checked_pow(int64_t a, int64_t b, Pos at) {   // b >= 0; by squaring
+  int64_t r = 1, base = a;
+  for (int64_t e = b;;) {
+    if (e & 1)
+      if (__builtin_mul_overflow(r, base, &r)) int_overflow(at, a, "**", b);
+    e >>= 1;
+    if (!e) return r;
+    // base^2 overflowing with exponent left means |result| >= base^2 > INT64_MAX.
+    if (__builtin_mul_overflow(base, base, &base)) int_overflow(at, a, "**", b);
+  }
+}
+
+void check_string_size(size_t n, Pos at) {
+  if (n > kMaxStringBytes)
+    fail(at, "string of " + std::to_string(n) + " bytes is over the limit of " + std::to_string(kMaxStringBytes >> 20) +
+                 " MiB");
+}
+
 }  // namespace
 
 Value Ctx::lookup(const std::string& name) const {
@@ -35,8 +59,18 @@ Flow Evaluator::exec(const Body& body) {
 Flow Evaluator::exec(const Node& n) {
   using K = Node::K;
   switch (n.k) {
-    case K::Text: c_.out += n.text; return Flow::Normal;
-    case K::Output: c_.out += eval(*n.expr).str(); return Flow::Normal;
+    case K::Text:
+      if (c_.out.size() + n.text.size() > kMaxStringBytes)
+        fail(n.at, "output over the limit of " + std::to_string(kMaxStringBytes >> 20) + " MiB");
+      c_.out += n.text;
+      return Flow::Normal;
+    case K::Output: {
+      std::string v = eval(*n.expr).str();
+      if (c_.out.size() + v.size() > kMaxStringBytes)
+        fail(n.at, "output over the limit of " + std::to_string(kMaxStringBytes >> 20) + " MiB");
+      c_.out += v;
+      return Flow::Normal;
+    }
     case K::If:
       for (const auto& [cond, body] : n.branches)
         if (!cond || eval(*cond).truthy()) return exec(body);
@@ -100,6 +134,8 @@ Flow Evaluator::exec_for(const Node& n) {
   }
   const int64_t len = int64_t(items.size());
   for (int64_t i = 0; i < len; ++i) {
+    if (++c_.loop_iterations > kMaxLoopIterations)
+      fail(n.at, "more than " + std::to_string(kMaxLoopIterations) + " loop iterations in one render");
     c_.scopes.emplace_back();
     auto& scope = c_.scopes.back();
     bind(scope, items[size_t(i)]);
@@ -165,7 +201,9 @@ Value Evaluator::eval_here(const Expr& e) {
       if (!v.is_number() && v.kind() != Value::Kind::Bool)
         fail(e.at, std::string("bad operand type for unary ") + (e.k == K::Neg ? "-" : "+") + ": '" + v.type_name() + "'");
       if (e.k == K::Plus) return v;
-      return v.kind() == Value::Kind::Float ? Value(-v.f()) : Value(-v.i());
+      if (v.kind() == Value::Kind::Float) return Value(-v.f());
+      if (v.i() == INT64_MIN) fail(e.at, "integer overflow in -(" + std::to_string(v.i()) + ") (integers are 64-bit)");
+      return Value(-v.i());
     }
     case K::Not: return Value(!eval(*e.kids[0]).truthy());
     case K::And: {
@@ -190,7 +228,11 @@ Value Evaluator::attr(const Value& obj, const std::string& name, Pos at) {
   if (obj.is_undefined()) undefined_error(at, "value (attribute '" + name + "' of it)");
   if (obj.is_mapping()) return obj.get(name);
   if (obj.is_list() && !name.empty() && std::isdigit(static_cast<unsigned char>(name[0])))
-    return item(obj, Value(int64_t(std::stoll(name))), at);
+    try {
+      return item(obj, Value(int64_t(std::stoll(name))), at);
+    } catch (const std::out_of_range&) {
+      fail(at, "index " + name + " is out of range");
+    }
   return Value();   // Jinja: missing attribute -> undefined
 }
 
@@ -296,7 +338,11 @@ Value Evaluator::binary(const Expr& e) {
     bool r = contains(b, a, e.at);
     return Value(e.negate ? !r : r);
   }
-  if (op == "~") return Value(a.str() + b.str());
+  if (op == "~") {
+    std::string x = a.str(), y = b.str();
+    check_string_size(x.size() + y.size(), e.at);
+    return Value(x + y);
+  }
   if (a.is_undefined() || b.is_undefined()) undefined_error(e.at, "an operand of '" + op + "'");
   auto type_error = [&]() -> Value {
     fail(e.at, "unsupported operand type(s) for " + op + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
@@ -304,26 +350,50 @@ Value Evaluator::binary(const Expr& e) {
   bool na = a.is_number() || a.kind() == Value::Kind::Bool, nb = b.is_number() || b.kind() == Value::Kind::Bool;
   bool ints = na && nb && a.kind() != Value::Kind::Float && b.kind() != Value::Kind::Float;
   if (op == "+") {
-    if (a.is_string() && b.is_string()) return Value(a.s() + b.s());
+    if (a.is_string() && b.is_string()) {
+      check_string_size(a.s().size() + b.s().size(), e.at);
+      return Value(a.s() + b.s());
+    }
     if (a.is_list() && b.is_list()) {
+      if (a.list().size() + b.list().size() > size_t(kMaxRangeItems))
+        fail(e.at, "list of " + std::to_string(a.list().size() + b.list().size()) + " items is over the limit of " +
+                       std::to_string(kMaxRangeItems));
       List l = a.list();
       l.insert(l.end(), b.list().begin(), b.list().end());
       return Value(std::move(l));
     }
-    if (ints) return Value(a.i() + b.i());
+    int64_t r;
+    if (ints) {
+      if (__builtin_add_overflow(a.i(), b.i(), &r)) int_overflow(e.at, a.i(), "+", b.i());
+      return Value(r);
+    }
     if (na && nb) return Value(a.f() + b.f());
     return type_error();
   }
   if (op == "-") {
-    if (ints) return Value(a.i() - b.i());
+    int64_t r;
+    if (ints) {
+      if (__builtin_sub_overflow(a.i(), b.i(), &r)) int_overflow(e.at, a.i(), "-", b.i());
+      return Value(r);
+    }
     if (na && nb) return Value(a.f() - b.f());
     return type_error();
   }
   if (op == "*") {
-    if (ints) return Value(a.i() * b.i());
+    int64_t r;
+    if (ints) {
+      if (__builtin_mul_overflow(a.i(), b.i(), &r)) int_overflow(e.at, a.i(), "*", b.i());
+      return Value(r);
+    }
     if (na && nb) return Value(a.f() * b.f());
     if (a.is_string() && b.is_int()) {
       std::string s;
+      if (b.i() > 0 && !a.s().empty()) {
+        if (uint64_t(b.i()) > kMaxStringBytes / a.s().size())
+          fail(e.at, "string repetition of " + std::to_string(a.s().size()) + " bytes * " + std::to_string(b.i()) +
+                         " is over the limit of " + std::to_string(kMaxStringBytes >> 20) + " MiB");
+        s.reserve(a.s().size() * size_t(b.i()));
+      }
       for (int64_t i = 0; i < b.i(); ++i) s += a.s();
       return Value(s);
     }
@@ -341,6 +411,10 @@ Value Evaluator::binary(const Expr& e) {
     }
     if (b.f() == 0) fail(e.at, "division by zero");
     if (ints) {
+      if (a.i() == INT64_MIN && b.i() == -1) {
+        if (op == "%") return Value(int64_t(0));
+        int_overflow(e.at, a.i(), op, b.i());
+      }
       int64_t q = a.i() / b.i(), r = a.i() % b.i();
       if (r != 0 && ((r < 0) != (b.i() < 0))) {
         --q;
@@ -352,11 +426,7 @@ Value Evaluator::binary(const Expr& e) {
     return op == "//" ? Value(q) : Value(a.f() - q * b.f());
   }
   if (op == "**") {
-    if (ints && b.i() >= 0) {
-      int64_t r = 1;
-      for (int64_t i = 0; i < b.i(); ++i) r *= a.i();
-      return Value(r);
-    }
+    if (ints && b.i() >= 0) return Value(checked_pow(a.i(), b.i(), e.at));
     if (na && nb) return Value(std::pow(a.f(), b.f()));
     return type_error();
   }

@@ -2,6 +2,7 @@
 // expression core (names, operators, attributes, items, slices) are in evaluator.cpp; the
 // built-ins (global functions, str/dict methods, filters, tests) in builtins.cpp.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@ enum class Flow { Normal, Break, Continue };
 struct Ctx {
   std::vector<std::map<std::string, Value>> scopes;
   std::string out;
+  int64_t loop_iterations = 0;
   Value lookup(const std::string& name) const;
 };
 

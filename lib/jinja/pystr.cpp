@@ -203,6 +203,8 @@ std::string replace(const std::string& s, const std::string& from, const std::st
   int64_t done = 0;
   for (size_t at; (count < 0 || done < count) && (at = s.find(from, start)) != std::string::npos; ++done) {
     out += s.substr(start, at - start) + to;
+    if (out.size() > kMaxStringBytes)
+      throw ValueError("replace() makes a string over the limit of " + std::to_string(kMaxStringBytes >> 20) + " MiB");
     start = at + from.size();
   }
   return out + s.substr(start);

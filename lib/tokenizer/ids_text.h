@@ -2,7 +2,6 @@
 #pragma once
 #include <climits>
 #include <cstdint>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -15,28 +14,28 @@ inline std::string join_ids(const std::vector<int32_t>& ids) {
   return s;
 }
 
-// "1,2, 3" -> {1,2,3}; errors name the option the text came from.
+// "1,2, 3" -> {1,2,3}; errors name the option the text came from. Each id is decimal digits
+// (spaces around it allowed): "", "1,,2", "1,", "+5", "-1", "0x10" are refused.
 inline std::vector<int32_t> parse_ids(const std::string& text, const std::string& option) {
+  if (text.find_first_not_of(" \t") == std::string::npos)
+    throw std::runtime_error(option + ": no token ids in '" + text + "'");
   std::vector<int32_t> ids;
-  std::stringstream ss(text);
-  std::string part;
-  while (std::getline(ss, part, ',')) {
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     size_t a = part.find_first_not_of(" \t"), b = part.find_last_not_of(" \t");
-    if (a == std::string::npos) continue;
-    part = part.substr(a, b - a + 1);
-    size_t used = 0;
-    long v = -1;
-    try {
-      v = std::stol(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != part.size() || v < 0 || v > INT32_MAX)
+    part = a == std::string::npos ? std::string() : part.substr(a, b - a + 1);
+    if (part.empty())
+      throw std::runtime_error(option + ": an empty token id in '" + text + "' (expected e.g. 1,2,3)");
+    long long v = -1;
+    if (part.find_first_not_of("0123456789") == std::string::npos && part.size() <= 10) v = std::stoll(part);
+    if (v < 0 || v > INT32_MAX)
       throw std::runtime_error(option + ": '" + part + "' is not a token id (expected e.g. 1,2,3)");
     ids.push_back(int32_t(v));
+    if (comma == std::string::npos) return ids;
+    start = comma + 1;
   }
-  if (ids.empty()) throw std::runtime_error(option + ": no token ids in '" + text + "'");
-  return ids;
 }
 
 }  // namespace lmscope

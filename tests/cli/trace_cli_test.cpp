@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "tests/test_util.h"
+#include "tokenizer/ids_text.h"
 
 namespace fs = std::filesystem;
 
@@ -171,4 +172,88 @@ TEST(TraceCli, GoodRunWritesACompleteTraceAndWarnsAboutHooksThatNeverFired) {
   EXPECT_TRUE(fs::exists(out));
   EXPECT_TRUE(lmscope::testing_util::trace_temporaries(out.string()).empty());
   fs::remove(out);
+}
+
+TEST(TraceCli, StepRowOutsideTheBatch) {
+  // Was a heap-buffer-overflow read in the stepper's pages.
+  for (const char* row : {"-1", "1", "7"})
+    expect_one_line_error(run("--model " + kTiny + " --prompt-ids 1,2,3 --max-new-tokens 1 --step --step-row " + std::string(row)),
+                          {"lmscope-trace: error:", "--step-row", row, "batch of 1"});
+  RunResult ok = run("--model " + kTiny + " --prompt-ids 1,2,3 --prompt-ids 4,5 --max-new-tokens 1 --step --step-row 1");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+namespace {
+
+// A usage error: one line "<tool>: error: ... (see --help)", exit code 2.
+void expect_usage_error(const lmscope::testing_util::CliRun& r, const std::string& tool,
+                        const std::vector<std::string>& needles) {
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.err.rfind(tool + ": error: ", 0), 0u) << r.err;
+  for (const std::string& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "missing '" << n << "' in: " << r.err;
+}
+
+lmscope::testing_util::CliRun tool(const std::string& name, const std::string& args) {
+  return lmscope::testing_util::run_cli(kBin + "/" + name + " " + args);
+}
+
+}  // namespace
+
+TEST(TraceCli, OptionConversionErrorsAreOneUsageLine) {
+  // Were two lines without the tool's name, exit 104/105.
+  const std::string m = "--model " + kTiny + " --prompt-ids 1,2 ";
+  expect_usage_error(tool("lmscope-trace", m + "--max-new-tokens 2147483648"), "lmscope-trace", {"--max-new-tokens", "2147483648"});
+  expect_usage_error(tool("lmscope-trace", m + "--top-k 99999999999"), "lmscope-trace", {"--top-k", "99999999999"});
+  expect_usage_error(tool("lmscope-trace", m + "--seed 1e30"), "lmscope-trace", {"--seed", "1e30"});
+  expect_usage_error(tool("lmscope-trace", m + "--compress 10"), "lmscope-trace", {"--compress", "10"});
+  expect_usage_error(tool("lmscope-trace", m + "--no-such-option"), "lmscope-trace", {"--no-such-option"});
+  expect_usage_error(tool("lmscope-bench", "--batch x"), "lmscope-bench", {"--batch"});
+  expect_usage_error(tool("lmscope-bpe", "--tokenizer t --repeat x"), "lmscope-bpe", {"--repeat"});
+  expect_usage_error(tool("lmscope-cache", "--max-new-tokens x"), "lmscope-cache", {"--max-new-tokens"});
+  expect_usage_error(tool("lmscope-padding", "--max-new-tokens x"), "lmscope-padding", {"--max-new-tokens"});
+  expect_usage_error(tool("lmscope-score", "--model m --bogus"), "lmscope-score", {"--bogus"});
+  expect_usage_error(tool("lmscope-diff", "a.h5 b.h5 --row x"), "lmscope-diff", {"--row"});
+}
+
+TEST(TraceCli, HelpStillPrintsHelpAndExitsZero) {
+  for (const char* t : {"lmscope-trace", "lmscope-bench", "lmscope-bpe", "lmscope-cache", "lmscope-diff", "lmscope-padding",
+                        "lmscope-score"}) {
+    auto r = tool(t, "--help");
+    EXPECT_EQ(r.code, 0) << t << ": " << r.err;
+    EXPECT_NE(r.out.find("--help"), std::string::npos) << t;
+  }
+}
+
+TEST(TraceCli, MalformedTokenIdsAreRefused) {
+  // "1,,2", "1,2," and "+5" used to pass as ids.
+  for (const char* ids : {"1,,2", "1,2,", ",1"})
+    expect_one_line_error(run("--model " + kTiny + " --prompt-ids '" + ids + "'"), {"--prompt-ids", "an empty token id"});
+  for (const char* ids : {"+5", "1,-2", "0x10", "1 2", "99999999999"})
+    expect_one_line_error(run("--model " + kTiny + " --prompt-ids '" + ids + "'"), {"--prompt-ids", "is not a token id"});
+  EXPECT_EQ(lmscope::parse_ids(" 1, 2 ,3", "--x"), (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(lmscope::parse_ids("2147483647", "--x"), (std::vector<int32_t>{2147483647}));
+}
+
+TEST(TraceCli, EmptyOutIsRefused) {
+  // Was exit 0 writing nothing.
+  expect_usage_error(tool("lmscope-trace", "--model " + kTiny + " --prompt-ids 1,2 --out ''"), "lmscope-trace",
+                     {"--out", "empty"});
+}
+
+TEST(TraceCli, NonFiniteFloatsAreRefused) {
+  // --temperature 1e39 used to become inf.
+  const std::string m = "--model " + kTiny + " --prompt-ids 1,2 --do-sample ";
+  for (const char* o : {"--temperature 1e39", "--temperature inf", "--top-p nan", "--repetition-penalty -1e300"})
+    expect_usage_error(tool("lmscope-trace", m + o), "lmscope-trace", {std::string(o).substr(0, std::string(o).find(' ')), "finite"});
+  auto ok = tool("lmscope-trace", "-q " + m + "--temperature 0.7 --max-new-tokens 1");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+}
+
+TEST(TraceCli, NegativeSeedIsRefused) {
+  // Was recorded as -1 (wrapped to 2^64-1).
+  expect_usage_error(tool("lmscope-trace", "--model " + kTiny + " --prompt-ids 1,2 --do-sample --seed -1"), "lmscope-trace",
+                     {"--seed", "negative"});
+  auto ok = tool("lmscope-trace", "-q --model " + kTiny + " --prompt-ids 1,2 --do-sample --max-new-tokens 1 --seed 18446744073709551615");
+  EXPECT_EQ(ok.code, 0) << ok.err;
 }

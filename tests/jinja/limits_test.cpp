@@ -1,0 +1,75 @@
+// Hostile templates: integer arithmetic is checked (64-bit; overflow is an error naming the
+// operation, where Python would make a big int) and a render has limits on range(), string
+// size, output size and loop iterations (docs/jinja.md). Each ends in a one-line JinjaError,
+// never a signal, a silent wrong number or a hang.
+#include <chrono>
+
+#include "tests/jinja/jinja_test_util.h"
+
+using namespace jinja_test;
+
+namespace {
+
+const std::string kMin = "(-9223372036854775807 - 1)";
+
+TEST(JinjaLimits, IntegerOverflowIsAnErrorNamingTheOperation) {
+  // Were SIGFPE (INT64_MIN // -1, % -1) or silent wraparound.
+  EXPECT_EQ(error_of("{{ " + kMin + " // -1 }}"),
+            "template 1:31: integer overflow in -9223372036854775808 // -1 (integers are 64-bit)");
+  EXPECT_EQ(render("{{ " + kMin + " % -1 }}"), "0");   // Python: 0
+  EXPECT_EQ(error_of("{{ 9223372036854775807 + 1 }}"),
+            "template 1:24: integer overflow in 9223372036854775807 + 1 (integers are 64-bit)");
+  EXPECT_NE(error_of("{{ " + kMin + " - 1 }}").find("integer overflow in -9223372036854775808 - 1"), std::string::npos);
+  EXPECT_NE(error_of("{{ 4294967296 * 4294967296 }}").find("integer overflow in 4294967296 * 4294967296"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ -" + kMin + " }}").find("integer overflow in -(-9223372036854775808)"), std::string::npos);
+  // ** is left-associative, as in Jinja: (10 ** 10) ** 10 (was 0).
+  EXPECT_NE(error_of("{{ 10 ** 10 ** 10 }}").find("integer overflow in 10000000000 ** 10"), std::string::npos);
+  EXPECT_NE(error_of("{{ 2 ** 63 }}").find("integer overflow in 2 ** 63"), std::string::npos);
+  EXPECT_NE(error_of("{{ xs.99999999999999999999 }}", {{"xs", Value(List{})}}).find("number 99999999999999999999 is out of range"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ 1e30|int }}").find("int of 1e+30 is out of range"), std::string::npos);
+  EXPECT_EQ(error_of("{{ 99999999999999999999 }}"), "template 1:4: number 99999999999999999999 is out of range");
+}
+
+TEST(JinjaLimits, ArithmeticAtTheEdgesStillWorks) {
+  EXPECT_EQ(render("{{ 9223372036854775806 + 1 }}"), "9223372036854775807");
+  EXPECT_EQ(render("{{ " + kMin + " }}"), "-9223372036854775808");
+  EXPECT_EQ(render("{{ (-2) ** 63 }}"), "-9223372036854775808");
+  EXPECT_EQ(render("{{ 2 ** 62 }}"), "4611686018427387904");
+  EXPECT_EQ(render("{{ 3 ** 39 }}"), "4052555153018976267");
+  EXPECT_EQ(render("{{ 1 ** 9223372036854775807 }}|{{ (-1) ** 9223372036854775807 }}|{{ 0 ** 0 }}"), "1|-1|1");
+  EXPECT_EQ(render("{{ -7 // 2 }} {{ -7 % 2 }} {{ 7 % -2 }}"), "-4 1 -1");
+  EXPECT_EQ(render("{{ 9007199254740993|int }}"), "9007199254740993");   // not through a double
+}
+
+TEST(JinjaLimits, HugeExponentDoesNotHang) {
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(render("{{ 1 ** 9223372036854775807 }}"), "1");   // was 2^63 multiplications
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+}
+
+TEST(JinjaLimits, RenderResourceLimits) {
+  EXPECT_EQ(error_of("{{ range(1000001)|length }}"),
+            "template 1:4: range() of 1000001 items is over the limit of 1000000");
+  EXPECT_NE(error_of("{% for i in range(9223372036854775807) %}{% endfor %}").find("range() of 9223372036854775807 items"),
+            std::string::npos);
+  EXPECT_EQ(render("{{ range(1000000)|length }}"), "1000000");
+  EXPECT_NE(error_of("{{ 'ab' * 9223372036854775807 }}").find("string repetition of 2 bytes * 9223372036854775807"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ 'a' * 40000000 ~ 'b' * 40000000 }}").find("over the limit of 64 MiB"), std::string::npos);
+  EXPECT_NE(error_of("{% for i in range(3) %}{{ 'a' * 30000000 }}{% endfor %}").find("output over the limit of 64 MiB"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace(l=[1]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}")
+                .find("over the limit of 1000000"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ range(1000000)|join('a' * 1000) }}").find("join makes a string over the limit of 64 MiB"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ ('a' * 1000000)|replace('a', 'b' * 100) }}").find("replace() makes a string over the limit of 64 MiB"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}")
+                .find("more than 10000000 loop iterations in one render"),
+            std::string::npos);
+}
+
+}  // namespace
