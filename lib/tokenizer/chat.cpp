@@ -129,11 +129,25 @@ std::string render_chat_template(const std::string& template_text, const std::ve
   }
 }
 
+// A built-in format writes its special tokens as text, and the encoder makes each of them one
+// id only where the vocabulary has it; elsewhere it would be split into pieces without a word.
+static void require_single_tokens(const Tokenizer& t, ChatFormat format, std::initializer_list<const char*> tokens) {
+  for (const char* token : tokens)
+    if (t.encode(token, false).size() != 1)
+      throw std::runtime_error(std::string("--chat-format ") + chat_format_name(format) + ": the vocabulary has no token '" +
+                               token + "' (its text would be split into pieces); use a tokenizer that has it, or "
+                               "--chat-format template");
+}
+
 std::string format_chat(const Tokenizer& t, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                         ChatFormat format, const std::string& template_text) {
   switch (format) {
-    case ChatFormat::ChatML: return chatml(messages, add_generation_prompt);
-    case ChatFormat::DeepSeekR1: return deepseek_r1(messages, add_generation_prompt, t.special_token_strings());
+    case ChatFormat::ChatML:
+      require_single_tokens(t, format, {"<|im_start|>", "<|im_end|>"});
+      return chatml(messages, add_generation_prompt);
+    case ChatFormat::DeepSeekR1:
+      require_single_tokens(t, format, {"<｜User｜>", "<｜Assistant｜>", "<｜end▁of▁sentence｜>"});
+      return deepseek_r1(messages, add_generation_prompt, t.special_token_strings());
     case ChatFormat::Template:
       return render_chat_template(template_text.empty() ? t.chat_template() : template_text, messages,
                                   add_generation_prompt, t.special_token_strings());

@@ -112,3 +112,16 @@ TEST(Chat, ErrorsPointAtChatFormat) {
 }
 
 }  // namespace
+
+// A built-in format over a vocabulary that lacks its special tokens is refused, naming the
+// token: qwen-bpe has no <｜User｜> (it would encode as 5 pieces).
+TEST(Chat, BuiltInFormatNeedsItsSpecialTokensInTheVocabulary) {
+  try {
+    tok::format_chat(tokenizer("qwen-bpe"), {{"user", "Hi"}}, true, tok::ChatFormat::DeepSeekR1);
+    FAIL() << "deepseek-r1 over qwen-bpe was not refused";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("'<｜User｜>'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("deepseek-r1"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(tok::format_chat(tokenizer("qwen-bpe"), {{"user", "Hi"}}, true, tok::ChatFormat::ChatML));
+}
