@@ -39,16 +39,23 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-// The writer's temporaries of the trace `out` (`<out>.partial.<pid>.<random>`, beside it) that
-// still exist: none may remain after a run, whether it succeeded or failed.
-inline std::vector<std::string> trace_temporaries(const std::string& out) {
-  namespace fs = std::filesystem;
+// Writer temporaries (`<out>.partial.<pid>.<random>`) in `dir`: none may remain after a run,
+// whether it succeeded or failed.
+inline std::vector<std::string> temporaries_in(const std::filesystem::path& dir) {
   std::vector<std::string> found;
-  const fs::path p(out);
-  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().filename().string().rfind(p.filename().string() + ".partial", 0) == 0) found.push_back(e.path().string());
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().filename().string().find(".partial.") != std::string::npos) found.push_back(e.path().string());
+  return found;
+}
+
+// The temporaries of the trace `out` only (beside it).
+inline std::vector<std::string> trace_temporaries(const std::string& out) {
+  const std::filesystem::path p(out);
+  std::vector<std::string> found;
+  for (const std::string& t : temporaries_in(p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path()))
+    if (std::filesystem::path(t).filename().string().rfind(p.filename().string() + ".partial.", 0) == 0)
+      found.push_back(t);
   return found;
 }
 

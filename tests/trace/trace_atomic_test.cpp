@@ -21,14 +21,6 @@ using namespace lmscope::testing_util;
 namespace fs = std::filesystem;
 
 namespace {
-// Names in dir that a writer's temporary would have (`<out>.partial.<pid>.<random>`).
-std::vector<std::string> temporaries_in(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string().find(".partial.") != std::string::npos) out.push_back(e.path().string());
-  return out;
-}
-
 // The one-line error from constructing a writer on `path`, or "" if it succeeded.
 std::string construct_error(const std::string& path) {
   try {
