@@ -226,7 +226,7 @@ TEST(TraceCli, HelpStillPrintsHelpAndExitsZero) {
 }
 
 TEST(TraceCli, MalformedTokenIdsAreRefused) {
-  // "1,,2", "1,2," and "+5" used to pass as ids.
+  // Only decimal digits make an id: "1,,2", "1,2," and "+5" are refused.
   for (const char* ids : {"1,,2", "1,2,", ",1"})
     expect_one_line_error(run("--model " + kTiny + " --prompt-ids '" + ids + "'"), {"--prompt-ids", "an empty token id"});
   for (const char* ids : {"+5", "1,-2", "0x10", "1 2", "99999999999"})
@@ -242,7 +242,7 @@ TEST(TraceCli, EmptyOutIsRefused) {
 }
 
 TEST(TraceCli, NonFiniteFloatsAreRefused) {
-  // --temperature 1e39 used to become inf.
+  // --temperature 1e39 does not fit a float (it would become inf): refused.
   const std::string m = "--model " + kTiny + " --prompt-ids 1,2 --do-sample ";
   for (const char* o : {"--temperature 1e39", "--temperature inf", "--top-p nan", "--repetition-penalty -1e300"})
     expect_usage_error(tool("lmscope-trace", m + o), "lmscope-trace", {std::string(o).substr(0, std::string(o).find(' ')), "finite"});

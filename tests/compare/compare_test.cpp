@@ -240,8 +240,8 @@ TEST(CompareReportText, OneLinePerHookOrEveryStep) {
 }
 
 // The step rule (compare/compare_step.h), the same for the plain and the aligned comparison:
-// a step only the reference holds is missing in A (a failure); one only A holds is noted. The
-// aligned comparison used to compare only the steps both held, so A stopping early passed.
+// a step only the reference holds is missing in A (a failure); one only A holds is noted. So A
+// stopping early fails, whether the comparison is plain or aligned.
 TEST(CompareTraces, AStepOnlyTheReferenceHoldsFailsOneOnlyAHoldsIsNoted) {
   Pair p;
   trace_of_steps(p.a, 2);

@@ -57,8 +57,8 @@ TEST(Metrics, MaskedSentinelsOfDifferentProducersAreEqual) {
 }
 
 // One threshold (kernels/attention_math.cuh) for the attention kernels and for the diff: half
-// the float32 sentinel. A large real value is a number, not a mask: -1e31 counted as masked
-// under the old -1e30 threshold of the diff, and hid a real value behind a -inf.
+// the float32 sentinel. A large real value is a number, not a mask: -1e31 against -inf is a
+// mismatch (a cutoff at -1e30 would hide that real value behind the -inf).
 TEST(Metrics, MaskedMeansAtOrBelowHalfTheSentinel) {
   for (double v : {-kInf, kLowest, kBf16Lowest, double(kMaskedAtOrBelow)}) {
     EXPECT_TRUE(is_masked(v)) << v;
