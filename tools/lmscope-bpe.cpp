@@ -6,14 +6,18 @@
 //   lmscope-bpe --tokenizer DIR --decode 104811,100000
 //   lmscope-bpe --tokenizer DIR --chat --system "Be brief." "What is BPE?"
 //   lmscope-bpe --tokenizer DIR --bench --file big.txt        (encode throughput, MB/s)
+//   lmscope-bpe --train walkthroughs/data/zh-en-corpus.txt --merges 500 --watch 中华人民共和国 [--save tokenizer.json]
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tokenizer/bpe_train.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/encode_trace.h"
 #include "tokenizer/tokenizer.h"
@@ -35,8 +39,33 @@ std::string read_file(const std::string& path, const std::string& option) {
 
 std::string quoted(const std::string& readable) { return "\"" + readable + "\""; }
 
-// The human-readable walk through one encoding.
-void print_trace(const tok::Tokenizer& t, const EncodeTrace& tr) {
+std::string shown_symbols(const std::vector<int32_t>& ids, const std::function<std::string(int32_t)>& bytes) {
+  std::string out;
+  for (int32_t id : ids) out += (out.empty() ? "" : " ") + quoted(utf8::readable(bytes(id)));
+  return out;
+}
+
+// Pieces that hold part of a character (a byte-level vocabulary without merges for a script):
+// show them as the vocabulary strings they are and the text their bytes add up to.
+void print_partial_pieces(const tok::Tokenizer& t, const WordTrace& wt) {
+  std::string strings, bytes;
+  bool partial = false;
+  for (int32_t id : wt.ids) {
+    const std::string b = t.token_bytes(id);
+    partial |= utf8::invalid_offset(b) != std::string::npos;
+    strings += (strings.empty() ? "" : " ") + quoted(t.token_text(id));
+    bytes += b;
+  }
+  if (!partial) return;
+  std::printf("     vocabulary strings: %s\n", strings.c_str());
+  const auto chars = std::count_if(bytes.begin(), bytes.end(), [](unsigned char c) { return (c & 0xC0) != 0x80; });
+  std::printf("     their bytes add up to %s: %zu characters in %zu tokens\n", quoted(utf8::readable(bytes)).c_str(),
+              size_t(chars), wt.ids.size());
+}
+
+// The human-readable walk through one encoding (columns: docs/tokenizer.md, "Reading the trace").
+void print_trace(const tok::Tokenizer& t, const EncodeTrace& tr, bool steps) {
+  auto bytes = [&t](int32_t id) { return t.token_bytes(id); };
   std::printf("text: %s (%zu bytes)\n", quoted(utf8::readable(tr.text)).c_str(), tr.text.size());
   for (size_t w = 0; w < tr.words.size(); ++w) {
     const WordTrace& wt = tr.words[w];
@@ -47,20 +76,70 @@ void print_trace(const tok::Tokenizer& t, const EncodeTrace& tr) {
     }
     std::printf("  %zu symbols, %zu merges%s\n", wt.symbols.size(), wt.merges.size(),
                 wt.whole_word ? " (whole word in the vocabulary: ignore_merges)" : "");
-    std::string syms;
-    for (int32_t s : wt.symbols) syms += (syms.empty() ? "" : " ") + quoted(t.token_display(s));
-    std::printf("     symbols: %s\n", syms.c_str());
+    std::printf("     symbols: %s\n", shown_symbols(wt.symbols, bytes).c_str());
+    std::vector<int32_t> now = wt.symbols;
     for (size_t m = 0; m < wt.merges.size(); ++m) {
       const MergeStep& ms = wt.merges[m];
       std::printf("     %3zu. %s + %s -> %s   rank %d, at %d\n", m + 1, quoted(t.token_display(ms.left)).c_str(),
                   quoted(t.token_display(ms.right)).c_str(), quoted(t.token_display(ms.merged)).c_str(), ms.rank,
                   ms.position);
+      if (!steps) continue;
+      now[size_t(ms.position)] = ms.merged;
+      now.erase(now.begin() + ms.position + 1);
+      std::printf("          %s\n", shown_symbols(now, bytes).c_str());
     }
     std::string ids;
     for (int32_t id : wt.ids) ids += (ids.empty() ? "" : " | ") + std::to_string(id) + " " + quoted(t.token_display(id));
     std::printf("     => %s\n", ids.c_str());
+    print_partial_pieces(t, wt);
   }
   std::printf("\n%zu ids: %s\n", tr.ids.size(), cli::join_ids(tr.ids).c_str());
+}
+
+// --train: learns `merges` merges, one line each (columns: docs/tokenizer.md, "Training").
+int train(const std::string& corpus_path, int merges, const std::string& watch, bool steps, const std::string& save) {
+  tok::BpeTrainer tr(read_file(corpus_path, "--train"), corpus_path);
+  auto bytes = [&tr](int32_t id) { return tr.token_bytes(id); };
+  std::printf("corpus: %s, %zu lines, %lld words (%zu different)\n", corpus_path.c_str(), tr.lines(),
+              (long long)tr.total_words(), tr.distinct_words());
+  std::vector<std::vector<int32_t>> watched = tr.initial_symbols(watch);
+  auto watched_line = [&] {
+    std::string s;
+    size_t n = 0;
+    for (const auto& w : watched) {
+      s += (s.empty() ? "" : " | ") + shown_symbols(w, bytes);
+      n += w.size();
+    }
+    return s + "  (" + std::to_string(n) + (n == 1 ? " symbol)" : " symbols)");
+  };
+  if (!watch.empty()) std::printf("watch: %s\n", watched_line().c_str());
+  std::printf("%5s %8s  %s\n", "rank", "count", "left + right -> merged  (the merged token's text)");
+  int learned = 0;
+  for (; learned < merges; ++learned) {
+    std::optional<tok::LearnedMerge> m = tr.step();
+    if (!m) break;
+    std::printf("%5d %8lld  %s + %s -> %s  (%s)\n", m->rank, (long long)m->count, quoted(tr.token(m->left)).c_str(),
+                quoted(tr.token(m->right)).c_str(), quoted(tr.token(m->merged)).c_str(),
+                quoted(utf8::readable(tr.token_bytes(m->merged))).c_str());
+    bool changed = false;
+    for (auto& w : watched) {
+      const size_t before = w.size();
+      tok::BpeTrainer::apply(w, *m);
+      changed |= w.size() != before;
+    }
+    if (changed || (steps && !watch.empty())) std::printf("%15s watch: %s\n", "", watched_line().c_str());
+  }
+  if (learned < merges) std::printf("stopped after %d merges: every word is a single symbol\n", learned);
+  std::printf("learned %d merges; vocabulary: 256 byte symbols + %zu tokens = %zu\n", learned,
+              tr.vocab_size() - 256, tr.vocab_size());
+  if (!watch.empty()) std::printf("watch after %d merges: %s\n", learned, watched_line().c_str());
+  if (!save.empty()) {
+    std::ofstream out(save, std::ios::binary);
+    out << tr.tokenizer_json().dump(1) << "\n";
+    if (!out.flush()) throw std::runtime_error("--save: cannot write '" + save + "'");
+    std::printf("wrote %s (a tokenizer.json: lmscope-bpe --tokenizer and HF tokenizers load it)\n", save.c_str());
+  }
+  return 0;
 }
 
 // Encodes every line of `text` (split on '\n'), once to warm the cache, then `repeat`
@@ -96,7 +175,10 @@ int main(int argc, char** argv) {
   bool json = false, no_special = false, skip_special = false, info = false, chat = false, no_gen = false,
        do_bench = false;
   int repeat = 5;
-  app.add_option("--tokenizer", tokenizer_path, "tokenizer.json, a directory holding it, or a .gguf model file")->required();
+  std::string train_path, watch, save;
+  int merges = 500;
+  bool steps = false;
+  app.add_option("--tokenizer", tokenizer_path, "tokenizer.json, a directory holding it, or a .gguf model file");
   // An empty TEXT ("") is a valid input: count() tells it from no TEXT at all.
   CLI::Option* text_opt = app.add_option("text", text, "text to tokenize (may be empty: \"\")");
   app.add_option("--file", file, "read the text from a file (raw bytes, must be UTF-8)");
@@ -115,7 +197,34 @@ int main(int argc, char** argv) {
   app.add_flag("--no-generation-prompt", no_gen, "with --chat: do not open the assistant's turn");
   app.add_flag("--bench", do_bench, "encode every line of --file (or TEXT), report MB/s");
   app.add_option("--repeat", repeat, "with --bench: timed passes after one warm-up pass")->capture_default_str();
+  app.add_flag("--steps", steps, "show the word's symbols after every merge (encoding and --train --watch)");
+  app.add_option("--train", train_path, "learn byte-level BPE merges from this text file (UTF-8, one text a line)");
+  app.add_option("--merges", merges, "with --train: how many merges to learn")->capture_default_str();
+  app.add_option("--watch", watch, "with --train: show this text's symbols whenever a merge changes them");
+  app.add_option("--save", save, "with --train: write the learned tokenizer as a tokenizer.json");
+  app.footer(R"(Encoding output, per pre-tokenized word [i]:
+  symbols: the word's bytes, one symbol each ("\xE4" is a byte that is part of a character)
+  N. "a" + "b" -> "ab"   rank R, at P
+      N: the Nth merge applied to this word; rank R: the merge's index in the tokenizer's merge
+      list (lower ranks were learned earlier and are applied first); at P: index of the left
+      symbol among the word's symbols at that moment (0 = first)
+      with --steps, the next line is the word's symbols after that merge
+  => id "piece" | ...: the word's final tokens
+  vocabulary strings, "their bytes add up to": only when a token holds part of a character:
+      the tokens as the vocabulary writes them, and the text all their bytes make together
+--train output, per merge: rank (0 = first learned), count (how often the pair occurs in the
+  corpus at that moment), the pair and the new token as vocabulary strings ("Ġ" is a space byte,
+  "ä¸Ń" the three bytes of 中), and in parentheses the text the new token stands for;
+  "watch:" the --watch text's symbols after a merge that changed them (every merge with --steps).)");
   if (auto code = cli::parse(app, argc, argv, "lmscope-bpe")) return *code;
+  if (!train_path.empty()) {
+    if (merges < 1) return cli::usage_error("lmscope-bpe", "--merges must be at least 1, got " + std::to_string(merges));
+    if (!tokenizer_path.empty()) return cli::usage_error("lmscope-bpe", "--train learns a tokenizer: do not give --tokenizer");
+    return cli::run_tool("lmscope-bpe", [&] { return train(train_path, merges, watch, steps, save); });
+  }
+  if (tokenizer_path.empty()) return cli::usage_error("lmscope-bpe", "--tokenizer is required (or --train CORPUS)");
+  for (const char* opt : {"--merges", "--watch", "--save"})
+    if (app.count(opt)) return cli::usage_error("lmscope-bpe", std::string(opt) + " needs --train");
 
   return cli::run_tool("lmscope-bpe", [&] {
     tok::Tokenizer t = tok::Tokenizer::load(tokenizer_path);
@@ -157,7 +266,7 @@ int main(int argc, char** argv) {
     EncodeTrace trace;
     t.encode(text, add_special, &trace);
     if (json) std::printf("%s\n", trace_to_json(t, trace).c_str());
-    else print_trace(t, trace);
+    else print_trace(t, trace, steps);
     if (!out_h5.empty()) {
       TraceWriter w(out_h5);
       w.set_root_attr("producer", std::string("lmscope-bpe ") + LMSCOPE_VERSION);

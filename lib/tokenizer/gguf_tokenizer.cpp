@@ -67,6 +67,12 @@ const std::vector<std::pair<std::string, PreKind>>& pre_table() {
   return t;
 }
 
+const PreKind* find_pre(const std::string& name) {
+  for (const auto& [n, k] : pre_table())
+    if (n == name) return &k;
+  return nullptr;
+}
+
 PreSpec pre_spec(PreKind kind) {
   PreSpec s;
   switch (kind) {
@@ -159,9 +165,7 @@ GgufTokenizerSpec gguf_tokenizer_spec(const GgufFile& f) {
     fail_key(f, kModel, "is " + squote(model) + ": only byte-level BPE ('gpt2') tokenizers are supported");
   spec.pre = f.get_string(kPre, "");
   const std::string pre_name = spec.pre.empty() ? "default" : spec.pre;
-  const PreKind* kind = nullptr;
-  for (const auto& [name, k] : pre_table())
-    if (name == pre_name) kind = &k;
+  const PreKind* kind = find_pre(pre_name);
   if (!kind) {
     std::string names;
     for (const auto& n : gguf_supported_pre_names()) names += (names.empty() ? "" : ", ") + n;
@@ -287,6 +291,13 @@ GgufTokenizerSpec gguf_tokenizer_spec(const GgufFile& f) {
 Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
   GgufTokenizerSpec spec = gguf_tokenizer_spec(f);
   return from_json(spec.tokenizer_json, f.path(), spec.config, f.path());
+}
+
+json gguf_pre_tokenizer(const std::string& pre) {
+  const PreKind* kind = find_pre(pre);
+  if (!kind) throw std::runtime_error("no pre-tokenizer known for '" + pre + "'");
+  PreSpec spec = pre_spec(*kind);
+  return {{"normalizer", spec.normalizer}, {"pre_tokenizer", spec.pre_tokenizer}, {"ignore_merges", spec.ignore_merges}};
 }
 
 }  // namespace lmscope::tok

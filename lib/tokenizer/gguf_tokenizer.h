@@ -43,6 +43,10 @@ struct GgufTokenizerSpec {
 //   "m.gguf: key 'tokenizer.ggml.merges' [12] 'a b c': expected two tokens separated by one space"
 GgufTokenizerSpec gguf_tokenizer_spec(const GgufFile& f);
 
+// What a tokenizer.ggml.pre name (one of gguf_supported_pre_names) stands for, as tokenizer.json
+// members: {"normalizer": ..., "pre_tokenizer": ..., "ignore_merges": bool}. Throws for another name.
+nlohmann::json gguf_pre_tokenizer(const std::string& pre);
+
 // The tokenizer.ggml.pre values gguf_tokenizer_spec accepts.
 const std::vector<std::string>& gguf_supported_pre_names();
 

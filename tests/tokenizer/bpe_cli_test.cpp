@@ -53,6 +53,33 @@ TEST(BpeCli, JsonHasIdsTokensAndWordsWithMerges) {
   EXPECT_EQ(nlohmann::json(concat), j["ids"]);
 }
 
+// --steps: the line under the last merge is the word's final tokens. A vocabulary without
+// merges for most Chinese bytes (the tiny tokenizer): the pieces as vocabulary strings (HF's
+// Encoding.tokens, which --json carries and the golden tests hold to HF) and the text they make.
+TEST(BpeCli, StepsAndPiecesThatArePartsOfCharacters) {
+  const std::string tiny = kRoot + "/golden/models/tiny-qwen2";
+  CliRun j = run("--tokenizer " + tiny + " --json 中华人民共和国");
+  ASSERT_EQ(j.code, 0) << j.err;
+  const nlohmann::json js = nlohmann::json::parse(j.out);
+  CliRun r = run("--tokenizer " + tiny + " --steps 中华人民共和国");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string strings, pieces;
+  for (const auto& t : js["tokens"]) strings += (strings.empty() ? "" : " ") + ("\"" + t.get<std::string>() + "\"");
+  for (const auto& p : js["pieces"]) pieces += (pieces.empty() ? "" : " ") + ("\"" + p.get<std::string>() + "\"");
+  EXPECT_NE(r.out.find("vocabulary strings: " + strings + "\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("their bytes add up to \"中华人民共和国\": 7 characters in " + std::to_string(js["ids"].size()) +
+                       " tokens"),
+            std::string::npos)
+      << r.out;
+  const size_t last_merge = r.out.rfind("rank ");
+  ASSERT_NE(last_merge, std::string::npos);
+  const size_t line = r.out.find('\n', last_merge) + 1;
+  EXPECT_EQ(r.out.substr(line, r.out.find('\n', line) - line), "          " + pieces) << r.out;
+  // Whole characters only (qwen-bpe has the word): no such lines.
+  CliRun q = run("--tokenizer " + kQwen + " 中华人民共和国");
+  EXPECT_EQ(q.out.find("vocabulary strings"), std::string::npos) << q.out;
+}
+
 TEST(BpeCli, ReadableTextShowsTheMerges) {
   CliRun r = run("--tokenizer " + kQwen + " " + q("中华人民共和国成立于 1949 年。"));
   ASSERT_EQ(r.code, 0) << r.err;
