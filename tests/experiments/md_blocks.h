@@ -97,7 +97,7 @@ inline std::string absent_model(const MdBlock& b) {
   return "";
 }
 
-// A scratch directory laid out like a checkout: build/, golden/ and models/ link to the build
+// A scratch directory laid out like a checkout: build/, golden/, walkthroughs/ and models/ link to the build
 // and the repository.
 struct MdScratch {
   testing_util::TempDir dir;
@@ -105,6 +105,7 @@ struct MdScratch {
     namespace fs = std::filesystem;
     fs::create_directory_symlink(kBin, dir.path() / "build");
     fs::create_directory_symlink(kRoot + "/golden", dir.path() / "golden");
+    fs::create_directory_symlink(kRoot + "/walkthroughs", dir.path() / "walkthroughs");   // lesson data (walkthroughs/data)
     if (fs::exists(kRoot + "/models")) fs::create_directory_symlink(kRoot + "/models", dir.path() / "models");
   }
 };
