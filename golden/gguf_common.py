@@ -1,6 +1,8 @@
-"""What the GGUF reference scripts share (make_gguf_refs.py, make_gguf_tokenizer_refs.py): the
-repository root, the default model (SmolLM2's GGUF file, fetched by scripts/fetch-model.sh), the
---model / --check options, a missing model as a one-line exit, and the file's sha256.
+"""What the GGUF reference scripts share (make_gguf_refs.py, make_gguf_tokenizer_refs.py,
+make_r1_refs.py; make_bpe_train_refs.py uses ROOT and write_or_check): the repository root, the
+default model (SmolLM2's GGUF file, fetched by scripts/fetch-model.sh), the --model / --check
+options, a missing model as a one-line exit, the file's sha256, and writing (or --check-ing) a
+reference file.
 
 Not named gguf.py: that would shadow the `gguf` package the scripts import.
 """
@@ -33,3 +35,17 @@ def sha256_file(path):
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def write_or_check(path, text, check):
+    """Writes `text` to `path`, or with `check` compares it with the file (prints "ok" or what
+    differs) and exits 0 or 1."""
+    if check:
+        with open(path, encoding="utf-8") as f:
+            same = f.read() == text
+        print("ok" if same else f"{path} differs")
+        sys.exit(0 if same else 1)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    print(f"wrote {path}")

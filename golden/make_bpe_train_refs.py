@@ -25,7 +25,8 @@ import tempfile
 import tokenizers
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gguf_common import ROOT, write_or_check  # noqa: E402
 CORPUS = "walkthroughs/data/zh-en-corpus.txt"
 OUT = os.path.join(ROOT, "golden", "tokenizers", "bpe-train", "refs.json")
 MERGES = 500
@@ -77,18 +78,8 @@ def main():
            "corpus": CORPUS, "merges_asked": MERGES, "vocab_size": len(model["vocab"]),
            "merges": merges, "vocab": model["vocab"],
            "texts": [{"text": t, "ids": tk.encode(t).ids} for t in TEXTS]}
-    text = json.dumps(out, ensure_ascii=False, indent=0) + "\n"
     check_our_file(tk)
-    if args.check:
-        with open(OUT, encoding="utf-8") as f:
-            same = f.read() == text
-        print("ok" if same else f"{OUT} differs")
-        sys.exit(0 if same else 1)
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
-    with open(OUT, "w", encoding="utf-8") as f:
-        f.write(text)
-    print(f"wrote {OUT}: {len(merges)} merges, vocabulary {len(model['vocab'])}")
-
+    write_or_check(OUT, json.dumps(out, ensure_ascii=False, indent=0) + "\n", args.check)
 
 if __name__ == "__main__":
     main()

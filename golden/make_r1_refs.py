@@ -41,7 +41,7 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalize
 from transformers import PreTrainedTokenizerFast
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gguf_common import ROOT, arg_parser, sha256_file  # noqa: E402
+from gguf_common import ROOT, arg_parser, sha256_file, write_or_check  # noqa: E402
 
 import gguf  # noqa: E402  (the package, pinned in golden/requirements.txt)
 
@@ -147,17 +147,7 @@ def main():
     args = ap.parse_args()
     if not os.path.exists(args.model):
         sys.exit(f"{args.model} is missing: run scripts/fetch-r1-tokenizer.sh first")
-    text = json.dumps(make(args.model), ensure_ascii=False, indent=0) + "\n"
-    if args.check:
-        with open(OUT, encoding="utf-8") as fh:
-            same = fh.read() == text
-        print("ok" if same else f"{OUT} differs")
-        sys.exit(0 if same else 1)
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
-    with open(OUT, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    print(f"wrote {OUT}")
-
+    write_or_check(OUT, json.dumps(make(args.model), ensure_ascii=False, indent=0) + "\n", args.check)
 
 if __name__ == "__main__":
     main()

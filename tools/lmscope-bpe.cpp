@@ -41,7 +41,10 @@ std::string quoted(const std::string& readable) { return "\"" + readable + "\"";
 
 std::string shown_symbols(const std::vector<int32_t>& ids, const std::function<std::string(int32_t)>& bytes) {
   std::string out;
-  for (int32_t id : ids) out += (out.empty() ? "" : " ") + quoted(utf8::readable(bytes(id)));
+  for (int32_t id : ids) {
+    if (!out.empty()) out += ' ';
+    out += quoted(utf8::readable(bytes(id)));
+  }
   return out;
 }
 
@@ -53,7 +56,8 @@ void print_partial_pieces(const tok::Tokenizer& t, const WordTrace& wt) {
   for (int32_t id : wt.ids) {
     const std::string b = t.token_bytes(id);
     partial |= utf8::invalid_offset(b) != std::string::npos;
-    strings += (strings.empty() ? "" : " ") + quoted(t.token_text(id));
+    if (!strings.empty()) strings += ' ';
+    strings += quoted(t.token_text(id));
     bytes += b;
   }
   if (!partial) return;

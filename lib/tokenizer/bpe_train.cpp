@@ -198,31 +198,21 @@ std::string BpeTrainer::token_bytes(int32_t id) const {
   return out;
 }
 
-nlohmann::ordered_json BpeTrainer::tokenizer_json() const {
-  using oj = nlohmann::ordered_json;
-  oj vocab = oj::object();
+nlohmann::json BpeTrainer::tokenizer_json() const {
+  using nlohmann::json;
+  json vocab = json::object();
   for (size_t i = 0; i < vocab_.size(); ++i) vocab[vocab_[i]] = i;
-  oj merges = oj::array();
+  json merges = json::array();
   for (const LearnedMerge& m : merges_) merges.push_back({vocab_[size_t(m.left)], vocab_[size_t(m.right)]});
-  return oj{{"version", "1.0"},
-            {"truncation", nullptr},
-            {"padding", nullptr},
-            {"added_tokens", oj::array()},
-            {"normalizer", oj::parse(normalizer_json_.dump())},
-            {"pre_tokenizer", oj::parse(pre_tokenizer_json_.dump())},
-            {"post_processor", nullptr},
-            {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
-            {"model",
-             {{"type", "BPE"},
-              {"dropout", nullptr},
-              {"unk_token", nullptr},
-              {"continuing_subword_prefix", nullptr},
-              {"end_of_word_suffix", nullptr},
-              {"fuse_unk", false},
-              {"byte_fallback", false},
-              {"ignore_merges", false},
-              {"vocab", std::move(vocab)},
-              {"merges", std::move(merges)}}}};
+  return {{"version", "1.0"},
+          {"truncation", nullptr},
+          {"padding", nullptr},
+          {"added_tokens", json::array()},
+          {"normalizer", normalizer_json_},
+          {"pre_tokenizer", pre_tokenizer_json_},
+          {"post_processor", nullptr},
+          {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+          {"model", bpe_model_json(std::move(vocab), std::move(merges), false)}};
 }
 
 }  // namespace lmscope::tok

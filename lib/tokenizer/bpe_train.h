@@ -67,7 +67,7 @@ class BpeTrainer {
 
   // tokenizer.json for the vocabulary so far: BPE model (vocab, merges), the NFC normalizer,
   // the Qwen2 pre-tokenizer, ByteLevel decoder, no added tokens, no post-processor.
-  nlohmann::ordered_json tokenizer_json() const;
+  nlohmann::json tokenizer_json() const;
 
  private:
   struct Word {

@@ -272,17 +272,7 @@ GgufTokenizerSpec gguf_tokenizer_spec(const GgufFile& f) {
       {"pre_tokenizer", pre.pre_tokenizer},
       {"post_processor", std::move(post)},
       {"decoder", byte_level(true)},
-      {"model",
-       {{"type", "BPE"},
-        {"dropout", nullptr},
-        {"unk_token", nullptr},
-        {"continuing_subword_prefix", nullptr},
-        {"end_of_word_suffix", nullptr},
-        {"fuse_unk", false},
-        {"byte_fallback", false},
-        {"ignore_merges", pre.ignore_merges},
-        {"vocab", std::move(vocab)},
-        {"merges", std::move(merges)}}},
+      {"model", bpe_model_json(std::move(vocab), std::move(merges), pre.ignore_merges)},
   };
   spec.config = std::move(config);
   return spec;
@@ -298,6 +288,19 @@ json gguf_pre_tokenizer(const std::string& pre) {
   if (!kind) throw std::runtime_error("no pre-tokenizer known for '" + pre + "'");
   PreSpec spec = pre_spec(*kind);
   return {{"normalizer", spec.normalizer}, {"pre_tokenizer", spec.pre_tokenizer}, {"ignore_merges", spec.ignore_merges}};
+}
+
+json bpe_model_json(json vocab, json merges, bool ignore_merges) {
+  return {{"type", "BPE"},
+          {"dropout", nullptr},
+          {"unk_token", nullptr},
+          {"continuing_subword_prefix", nullptr},
+          {"end_of_word_suffix", nullptr},
+          {"fuse_unk", false},
+          {"byte_fallback", false},
+          {"ignore_merges", ignore_merges},
+          {"vocab", std::move(vocab)},
+          {"merges", std::move(merges)}};
 }
 
 }  // namespace lmscope::tok

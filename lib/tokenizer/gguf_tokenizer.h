@@ -47,6 +47,10 @@ GgufTokenizerSpec gguf_tokenizer_spec(const GgufFile& f);
 // members: {"normalizer": ..., "pre_tokenizer": ..., "ignore_merges": bool}. Throws for another name.
 nlohmann::json gguf_pre_tokenizer(const std::string& pre);
 
+// The tokenizer.json "model" member of a byte-level BPE (no unk, no prefixes, no dropout, no
+// byte fallback), as gguf_tokenizer_spec and the BPE trainer (bpe_train.h) write it.
+nlohmann::json bpe_model_json(nlohmann::json vocab, nlohmann::json merges, bool ignore_merges);
+
 // The tokenizer.ggml.pre values gguf_tokenizer_spec accepts.
 const std::vector<std::string>& gguf_supported_pre_names();
 
