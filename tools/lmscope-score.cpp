@@ -45,14 +45,7 @@ int main(int argc, char** argv) {
     texts.insert(texts.end(), margs.prompts.begin(), margs.prompts.end());
     const ScoreResult r = score_rows(*tm->decoder, tm->prompts, tm->special.pad_id);
 
-    const tok::Tokenizer* t = tm->tokenizer ? &*tm->tokenizer : nullptr;
-    const PieceFn piece = [t](int32_t id) -> std::string {
-      try {
-        if (t) return t->token_display(id);
-      } catch (const std::exception&) {   // an id the tokenizer lacks (model vocab padded past it)
-      }
-      return "#" + std::to_string(id);
-    };
+    const PieceFn piece = cli::piece_fn(tm->tokenizer ? &*tm->tokenizer : nullptr);
     std::cout << (json ? score_report_json(r, texts, piece) + "\n" : score_report_text(r, texts, piece));
     return 0;
   });

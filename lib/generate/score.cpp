@@ -97,15 +97,6 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// A piece in quotes, padded to `width` display columns (UTF-8 continuation bytes take none).
-std::string quoted(const std::string& s, size_t width) {
-  std::string q = "\"" + s + "\"";
-  size_t cols = 0;
-  for (unsigned char c : q) cols += (c & 0xC0) != 0x80;
-  if (cols < width) q.append(width - cols, ' ');
-  return q;
-}
-
 }  // namespace
 
 std::string score_report_text(const ScoreResult& r, const std::vector<std::string>& texts, const PieceFn& piece) {
@@ -117,12 +108,12 @@ std::string score_report_text(const ScoreResult& r, const std::vector<std::strin
            std::to_string(row.ids.size()) + " tokens)\n";
     out += "  pos  token                 p(token)         NLL   top choice            p(top)\n";
     // Position 0 is context only: no token before it predicts it.
-    out += "    0  " + quoted(piece(row.ids[0]), 20) + "         -           -\n";
+    out += "    0  " + quoted_piece(piece(row.ids[0]), 20) + "         -           -\n";
     for (const TokenScore& s : row.tokens) {
       char pos[16];
       std::snprintf(pos, sizeof pos, "%5lld  ", (long long)s.position);
-      out += pos + quoted(piece(s.id), 20) + fmt("%10.6f", std::exp(s.logprob)) + fmt("%12.6f", s.nll) + "   " +
-             quoted(piece(s.top_id), 20) + fmt("%8.4f", std::exp(s.top_logprob)) +
+      out += pos + quoted_piece(piece(s.id), 20) + fmt("%10.6f", std::exp(s.logprob)) + fmt("%12.6f", s.nll) + "   " +
+             quoted_piece(piece(s.top_id), 20) + fmt("%8.4f", std::exp(s.top_logprob)) +
              (s.top_id == s.id ? "  =" : "") + "\n";
     }
     if (r.rows.size() > 1)

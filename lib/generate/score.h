@@ -21,6 +21,7 @@
 
 #include "model/decoder.h"
 #include "tensor/tensor.h"
+#include "tokenizer/ids_text.h"   // PieceFn
 
 namespace lmscope {
 
@@ -58,7 +59,6 @@ ScoreResult score_logits(const Tensor& logits, const std::vector<std::vector<int
 
 // The readable report and the JSON form. piece(id) shows a token ("␣Paris"); texts[b] is row
 // b's text ("" where it was given as ids).
-using PieceFn = std::function<std::string(int32_t)>;
 std::string score_report_text(const ScoreResult& r, const std::vector<std::string>& texts, const PieceFn& piece);
 std::string score_report_json(const ScoreResult& r, const std::vector<std::string>& texts, const PieceFn& piece);
 
