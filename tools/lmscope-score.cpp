@@ -6,6 +6,7 @@
 //   lmscope-score --model models/SmolLM2-135M-Instruct.Q4_1.gguf --text "The capital of France is Paris."
 //   lmscope-score --model golden/models/tiny-qwen2 --ids 330,749,537 --ids 42,308 --json
 #include <CLI/CLI.hpp>
+#include <climits>
 #include <iostream>
 
 #include "generate/score.h"
@@ -13,6 +14,26 @@
 #include "tools/model_args.h"
 
 using namespace lmscope;
+
+namespace {
+
+// "A:B" -> {A, B}; "A:" -> {A, max}; ":B" -> {1, B}. Positions are decimal digits.
+std::pair<int64_t, int64_t> parse_range(const std::string& spec) {
+  const size_t colon = spec.find(':');
+  auto num = [&](const std::string& part, int64_t dflt) -> int64_t {
+    if (part.empty()) return dflt;
+    if (part.size() > 9 || part.find_first_not_of("0123456789") != std::string::npos)
+      throw std::runtime_error("--range '" + spec + "': '" + part + "' is not a position (expected e.g. 24:26)");
+    return std::stoll(part);
+  };
+  if (colon == std::string::npos || spec == ":")
+    throw std::runtime_error("--range '" + spec + "': expected A:B, A: or :B (positions, e.g. 24:26)");
+  const int64_t from = num(spec.substr(0, colon), 1), to = num(spec.substr(colon + 1), INT64_MAX);
+  if (from > to) throw std::runtime_error("--range '" + spec + "': the start is after the end");
+  return {from, to};
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"lmscope-score: per-token probability, NLL, loss and perplexity of a text under the model"};
@@ -27,9 +48,19 @@ int main(int argc, char** argv) {
                  "(repeat for a batch)");
   app.add_option("--ids", margs.prompt_ids, "a text as token ids, e.g. 1,2,3 (repeat for a batch)");
   app.get_option("--chat")->description("wrap each --text as a user message in the chat template");
+  std::vector<std::string> range_specs;
+  app.add_option("--range", range_specs,
+                 "also summarize positions A..B of each text (A:B, inclusive; A: or :B open-ended): count, "
+                 "mean NLL, perplexity, mean p, top choice right (repeat for more ranges)");
   bool json = false;
   app.add_flag("--json", json, "print one JSON object: per-token rows and the summary");
   if (auto code = cli::parse(app, argc, argv, "lmscope-score")) return *code;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  try {
+    for (const std::string& s : range_specs) ranges.push_back(parse_range(s));
+  } catch (const std::runtime_error& e) {
+    return cli::usage_error("lmscope-score", e.what());
+  }
 
   return cli::run_tool("lmscope-score", [&] {
     // Input errors that need no model, named by this tool's options.
@@ -45,15 +76,11 @@ int main(int argc, char** argv) {
     texts.insert(texts.end(), margs.prompts.begin(), margs.prompts.end());
     const ScoreResult r = score_rows(*tm->decoder, tm->prompts, tm->special.pad_id);
 
-    const tok::Tokenizer* t = tm->tokenizer ? &*tm->tokenizer : nullptr;
-    const PieceFn piece = [t](int32_t id) -> std::string {
-      try {
-        if (t) return t->token_display(id);
-      } catch (const std::exception&) {   // an id the tokenizer lacks (model vocab padded past it)
-      }
-      return "#" + std::to_string(id);
-    };
-    std::cout << (json ? score_report_json(r, texts, piece) + "\n" : score_report_text(r, texts, piece));
+    const PieceFn piece = cli::piece_fn(tm->tokenizer ? &*tm->tokenizer : nullptr);
+    std::vector<RangeSummary> sums;
+    for (const auto& [from, to] : ranges)
+      for (size_t b = 0; b < r.rows.size(); ++b) sums.push_back(summarize_range(r, int64_t(b), from, to));
+    std::cout << (json ? score_report_json(r, texts, piece, sums) + "\n" : score_report_text(r, texts, piece, sums));
     return 0;
   });
 }

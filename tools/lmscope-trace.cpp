@@ -41,7 +41,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--audit-top", audit_top, "candidates kept in the sampling audit")->capture_default_str();
   app.add_option("--hooks", hooks, "comma-separated globs of hook names (docs/hooks.md)")->capture_default_str();
-  app.add_option("--layers", layers, "layer ranges for layers.* and kv.* hooks, e.g. 0-3,7");
+  app.add_option("--layers", layers, "layer ranges for layers.*, kv.* and lens.* hooks, e.g. 0-3,7");
+  int lens_k = 0;
+  app.add_option("--lens", lens_k,
+                 "also trace the logit lens: each layer's top K tokens (lens.layers.*.topk_ids/topk_probs; "
+                 "default K 10; docs/lens.md)")
+      ->expected(0, 1)
+      ->default_str("10");
   app.add_option("--out", out, "HDF5 trace to write");
   app.add_option("--compress", compress, "gzip level 1-9 for datasets over 64 KiB (0 = raw, fastest)")
       ->check(CLI::Range(0, 9))
@@ -55,6 +61,13 @@ int main(int argc, char** argv) {
   app.add_option("--step-row", step_row, "--step: the batch row whose layers are drawn")->capture_default_str();
   if (auto code = cli::parse(app, argc, argv, "lmscope-trace")) return *code;
   if (app.count("--out") && out.empty()) return cli::usage_error("lmscope-trace", "--out: the file name is empty");
+  if (app.count("--lens")) {
+    if (lens_k < 1) return cli::usage_error("lmscope-trace", "--lens: K must be at least 1, got " + std::to_string(lens_k));
+    if (out.empty())
+      return cli::usage_error("lmscope-trace", "--lens writes lens.* hooks into the trace: give --out (lmscope-lens prints them)");
+    if (!app.count("--hooks")) hooks.clear();   // --lens alone: only the lens and the tokens
+    hooks += (hooks.empty() ? "" : ",") + std::string("tokens.*,lens.layers.*.topk_ids,lens.layers.*.topk_probs");
+  }
 
   return cli::run_tool("lmscope-trace", [&] {
     using clock = std::chrono::steady_clock;
@@ -106,6 +119,7 @@ int main(int argc, char** argv) {
 
     // --step sees every hook (lib/experiments/stepper.h); otherwise only a file is traced.
     HookSet hook_set = (out.empty() && !step_mode) ? HookSet() : HookSet(hooks, layers, cfg.num_layers);
+    if (lens_k > 0) hook_set.set_lens_top_k(lens_k);
     std::unique_ptr<Stepper> stepper;
     if (step_mode) {
       const int64_t batch = int64_t(opt.prompts.size());

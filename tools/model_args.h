@@ -18,6 +18,7 @@
 #include "model/special_tokens.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/encode_trace.h"
+#include "tokenizer/ids_text.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/cli_common.h"
 
@@ -120,6 +121,18 @@ inline std::unique_ptr<ToolModel> load_tool_model(const ModelArgs& a, int argc, 
   auto m = std::make_unique<ToolModel>();
   load_tool_model_into(*m, a, command_line(argc, argv), need_prompts);
   return m;
+}
+
+// How the reports show a token: the tokenizer's readable piece ("␣Paris"), or "#id" without a
+// tokenizer or for an id it lacks (a model vocabulary padded past the tokenizer's).
+inline PieceFn piece_fn(const tok::Tokenizer* t) {
+  return [t](int32_t id) -> std::string {
+    try {
+      if (t) return t->token_display(id);
+    } catch (const std::exception&) {
+    }
+    return "#" + std::to_string(id);
+  };
 }
 
 }  // namespace lmscope::cli

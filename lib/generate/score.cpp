@@ -1,5 +1,6 @@
 #include "generate/score.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -87,6 +88,26 @@ ScoreResult score_rows(Decoder& decoder, const std::vector<std::vector<int32_t>>
   return score_logits(logits, rows);
 }
 
+RangeSummary summarize_range(const ScoreResult& r, int64_t text, int64_t from, int64_t to) {
+  if (text < 0 || text >= int64_t(r.rows.size())) throw std::logic_error("summarize_range: no such text");
+  const RowScore& row = r.rows[size_t(text)];
+  const int64_t last = int64_t(row.ids.size()) - 1;
+  RangeSummary s;
+  s.text = text, s.from = std::max<int64_t>(from, 1), s.to = std::min(to, last);
+  if (s.from > s.to)
+    throw std::runtime_error("--range " + std::to_string(from) + ":" + std::to_string(to) + " holds no label of text " +
+                             std::to_string(text) + " (its labels are positions 1.." + std::to_string(last) + ")");
+  double nll = 0, p = 0;
+  for (const TokenScore& t : row.tokens) {
+    if (t.position < s.from || t.position > s.to) continue;
+    ++s.n, nll += t.nll, p += std::exp(t.logprob), s.top_right += t.top_id == t.id;
+  }
+  s.mean_nll = nll / double(s.n);
+  s.perplexity = std::exp(s.mean_nll);
+  s.mean_p = p / double(s.n);
+  return s;
+}
+
 // ---- reports ------------------------------------------------------------------------------
 
 namespace {
@@ -97,18 +118,19 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// A piece in quotes, padded to `width` display columns (UTF-8 continuation bytes take none).
-std::string quoted(const std::string& s, size_t width) {
-  std::string q = "\"" + s + "\"";
-  size_t cols = 0;
-  for (unsigned char c : q) cols += (c & 0xC0) != 0x80;
-  if (cols < width) q.append(width - cols, ' ');
-  return q;
-}
-
 }  // namespace
 
-std::string score_report_text(const ScoreResult& r, const std::vector<std::string>& texts, const PieceFn& piece) {
+std::string range_summary_text(const RangeSummary& s) {
+  // 2 decimals (a perplexity of 100 or more as a whole number): the digits a lesson quotes,
+  // which the last-bit differences between machines do not move.
+  return std::to_string(s.n) + (s.n == 1 ? " token" : " tokens") + fmt(": mean NLL %.2f", s.mean_nll) +
+         fmt(s.perplexity < 100 ? ", perplexity %.2f" : ", perplexity %.0f", s.perplexity) + "\n" +
+         fmt("mean p %.3g", s.mean_p) + fmt(", -ln(mean p) %.2f", -std::log(s.mean_p)) + ", top choice right " +
+         std::to_string(s.top_right) + " of " + std::to_string(s.n) + "\n";
+}
+
+std::string score_report_text(const ScoreResult& r, const std::vector<std::string>& texts, const PieceFn& piece,
+                              const std::vector<RangeSummary>& ranges) {
   std::string out;
   for (size_t b = 0; b < r.rows.size(); ++b) {
     const RowScore& row = r.rows[b];
@@ -117,12 +139,12 @@ std::string score_report_text(const ScoreResult& r, const std::vector<std::strin
            std::to_string(row.ids.size()) + " tokens)\n";
     out += "  pos  token                 p(token)         NLL   top choice            p(top)\n";
     // Position 0 is context only: no token before it predicts it.
-    out += "    0  " + quoted(piece(row.ids[0]), 20) + "         -           -\n";
+    out += "    0  " + quoted_piece(piece(row.ids[0]), 20) + "         -           -\n";
     for (const TokenScore& s : row.tokens) {
       char pos[16];
       std::snprintf(pos, sizeof pos, "%5lld  ", (long long)s.position);
-      out += pos + quoted(piece(s.id), 20) + fmt("%10.6f", std::exp(s.logprob)) + fmt("%12.6f", s.nll) + "   " +
-             quoted(piece(s.top_id), 20) + fmt("%8.4f", std::exp(s.top_logprob)) +
+      out += pos + quoted_piece(piece(s.id), 20) + fmt("%10.6f", std::exp(s.logprob)) + fmt("%12.6f", s.nll) + "   " +
+             quoted_piece(piece(s.top_id), 20) + fmt("%8.4f", std::exp(s.top_logprob)) +
              (s.top_id == s.id ? "  =" : "") + "\n";
     }
     if (r.rows.size() > 1)
@@ -133,10 +155,14 @@ std::string score_report_text(const ScoreResult& r, const std::vector<std::strin
   out += "loss (mean NLL) " + fmt("%.6f", r.loss) + " over " + std::to_string(r.n_predicted) +
          " predicted tokens" + (r.rows.size() > 1 ? " of all texts" : "") + ", perplexity " +
          fmt("%.4f", r.perplexity) + "\n";
+  for (const RangeSummary& s : ranges)
+    out += "range " + std::to_string(s.from) + ":" + std::to_string(s.to) + " of text " + std::to_string(s.text) +
+           ": " + range_summary_text(s);
   return out;
 }
 
-std::string score_report_json(const ScoreResult& r, const std::vector<std::string>& texts, const PieceFn& piece) {
+std::string score_report_json(const ScoreResult& r, const std::vector<std::string>& texts, const PieceFn& piece,
+                              const std::vector<RangeSummary>& ranges) {
   nlohmann::json rows = nlohmann::json::array();
   for (size_t b = 0; b < r.rows.size(); ++b) {
     const RowScore& row = r.rows[b];
@@ -150,6 +176,12 @@ std::string score_report_json(const ScoreResult& r, const std::vector<std::strin
                     {"perplexity", std::exp(row.mean_nll())}, {"tokens", toks}});
   }
   nlohmann::json j = {{"rows", rows}, {"n_predicted", r.n_predicted}, {"loss", r.loss}, {"perplexity", r.perplexity}};
+  if (!ranges.empty()) {
+    j["ranges"] = nlohmann::json::array();
+    for (const RangeSummary& s : ranges)
+      j["ranges"].push_back({{"text", s.text}, {"from", s.from}, {"to", s.to}, {"n", s.n}, {"mean_nll", s.mean_nll},
+                             {"perplexity", s.perplexity}, {"mean_p", s.mean_p}, {"top_right", s.top_right}});
+  }
   return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -21,6 +21,7 @@
 
 #include "model/decoder.h"
 #include "tensor/tensor.h"
+#include "tokenizer/ids_text.h"   // PieceFn
 
 namespace lmscope {
 
@@ -56,10 +57,28 @@ ScoreResult score_rows(Decoder& decoder, const std::vector<std::vector<int32_t>>
 // The arithmetic alone: logits [B,T,V] float32 of the right-padded rows -> scores.
 ScoreResult score_logits(const Tensor& logits, const std::vector<std::vector<int32_t>>& rows);
 
+// A summary over rows `from`..`to` (positions, inclusive) of one text: what a student computes
+// by hand from the table, at fixed precision. Positions below 1 start at 1 (position 0 has no
+// label); `to` past the end stops at the last. Throws std::runtime_error naming --range when
+// nothing is left.
+struct RangeSummary {
+  int64_t text = 0, from = 0, to = 0;
+  int64_t n = 0;               // labels in the range
+  double mean_nll = 0;         // the loss restricted to the range (labels outside: -100)
+  double perplexity = 0;       // exp(mean_nll)
+  double mean_p = 0;           // the arithmetic mean of p: not exp(-mean_nll)
+  int64_t top_right = 0;       // positions where the model's own first choice is the token
+};
+RangeSummary summarize_range(const ScoreResult& r, int64_t text, int64_t from, int64_t to);
+// "3 tokens: mean NLL 6.13, perplexity 461\nmean p 0.0873, -ln(mean p) 2.44, top choice right 1 of 3\n"
+std::string range_summary_text(const RangeSummary& s);
+
 // The readable report and the JSON form. piece(id) shows a token ("␣Paris"); texts[b] is row
 // b's text ("" where it was given as ids).
-using PieceFn = std::function<std::string(int32_t)>;
-std::string score_report_text(const ScoreResult& r, const std::vector<std::string>& texts, const PieceFn& piece);
-std::string score_report_json(const ScoreResult& r, const std::vector<std::string>& texts, const PieceFn& piece);
+// `ranges` (summarize_range) follow the table, or go under "ranges" in the JSON.
+std::string score_report_text(const ScoreResult& r, const std::vector<std::string>& texts, const PieceFn& piece,
+                              const std::vector<RangeSummary>& ranges = {});
+std::string score_report_json(const ScoreResult& r, const std::vector<std::string>& texts, const PieceFn& piece,
+                              const std::vector<RangeSummary>& ranges = {});
 
 }  // namespace lmscope

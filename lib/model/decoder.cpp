@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "backend/forward_scope.h"
+#include "model/lens.h"
 #include "model/masks.h"
 #include "model/rope.h"
 #include "trace/hook_queue.h"
@@ -78,6 +79,23 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
   Tensor x = be.alloc({B, T, D});                            // x: [B,T,D] the residual stream
   be.embed(x, be.upload(in.input_ids), w_.embed);
   hook(Hook::Embed, -1, x);
+
+  // The logit lens of layer l (model/lens.h): the final norm and the head on resid_post, with
+  // the ops and weights of the real logits below. Runs only for a layer whose lens.* hooks
+  // are wanted; its top K are found on the host (a synchronous copy: lens runs trade speed
+  // for seeing).
+  auto lens = [&](int l, const Tensor& resid) {
+    if (!wants(Hook::LensLogits, l) && !wants(Hook::LensTopkIds, l) && !wants(Hook::LensTopkProbs, l)) return;
+    Tensor normed = be.alloc({B, T, D});                     // normed: [B,T,D]
+    be.rmsnorm(normed, resid, w_.final_norm, cfg_.rms_norm_eps);
+    Tensor lens_logits = be.alloc({B, T, V});                // lens_logits: [B,T,V]
+    be.linear(lens_logits, normed, w_.lm_head, Tensor());
+    hook(Hook::LensLogits, l, lens_logits);
+    if (!wants(Hook::LensTopkIds, l) && !wants(Hook::LensTopkProbs, l)) return;
+    const LensTopK top = lens_top_k(be.to_host(lens_logits), trace->lens_top_k());
+    hook(Hook::LensTopkIds, l, top.ids);
+    hook(Hook::LensTopkProbs, l, top.probs);
+  };
 
   const float scale = 1.0f / std::sqrt(float(hd));
   for (int l = 0; l < cfg_.num_layers; ++l) {
@@ -161,6 +179,7 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     Tensor resid_post = be.alloc({B, T, D});                 // resid_post: [B,T,D]
     be.add(resid_post, resid_mid, ffn_out);
     hook(Hook::ResidPost, l, resid_post);
+    lens(l, resid_post);
     x = resid_post;
   }
   if (cache) cache->length = S;

@@ -2,6 +2,7 @@
 #pragma once
 #include <climits>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -36,6 +37,18 @@ inline std::vector<int32_t> parse_ids(const std::string& text, const std::string
     if (comma == std::string::npos) return ids;
     start = comma + 1;
   }
+}
+
+// How a report shows one token ("␣Paris"); the tools make it from the tokenizer, or "#id".
+using PieceFn = std::function<std::string(int32_t)>;
+
+// A piece in quotes, padded to `width` display columns (UTF-8 continuation bytes take none).
+inline std::string quoted_piece(const std::string& s, size_t width) {
+  std::string q = "\"" + s + "\"";
+  size_t cols = 0;
+  for (unsigned char c : q) cols += (c & 0xC0) != 0x80;
+  if (cols < width) q.append(width - cols, ' ');
+  return q;
 }
 
 }  // namespace lmscope

@@ -25,12 +25,19 @@ HookSet::HookSet(const std::string& globs, const std::string& layers, int num_la
     for (int l : parse_layer_ranges(layers, num_layers)) layer_ok[l] = 1;
 
   std::vector<std::string> patterns = split_list(globs.empty() ? "*" : globs);
+  // An opt-in hook (hooks.h) answers only a glob that starts with its own first name part.
+  auto reaches = [](const std::string& pat, const HookInfo& info) {
+    if (!info.opt_in) return true;
+    const std::string name = info.pattern;
+    return pat.compare(0, name.find('.') + 1, name, 0, name.find('.') + 1) == 0;
+  };
 
   for (const std::string& pat : patterns) {
     bool matched = false;
     for (const HookInfo& info : all_hooks()) {
       auto& row = table_[int(info.id)];
       if (row.empty()) row.assign(info.per_layer ? std::max(num_layers, 1) : 1, 0);
+      if (!reaches(pat, info)) continue;
       if (!info.per_layer) {
         if (glob_match(pat, info.pattern)) row[0] = 1, matched = true;
         continue;
@@ -52,6 +59,11 @@ HookSet::HookSet(const std::string& globs, const std::string& layers, int num_la
     auto& row = table_[int(info.id)];
     if (row.empty()) row.assign(info.per_layer ? std::max(num_layers, 1) : 1, 0);
   }
+}
+
+void HookSet::set_lens_top_k(int k) {
+  if (k < 1) throw std::runtime_error("--lens: the number of top tokens must be at least 1, got " + std::to_string(k));
+  lens_top_k_ = k;
 }
 
 std::vector<std::string> HookSet::enabled_names() const {

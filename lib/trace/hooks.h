@@ -15,6 +15,8 @@ enum class Hook : int {
   // per layer
   ResidPre, AttnNorm, AttnQ, AttnK, AttnV, AttnQRope, AttnKRope, AttnScores, AttnProbs,
   AttnZ, AttnOut, ResidMid, FfnNorm, FfnGate, FfnUp, FfnAct, FfnOut, ResidPost, KvK, KvV,
+  // per layer, opt-in (see HookInfo::opt_in): the logit lens of resid_post (model/lens.h)
+  LensLogits, LensTopkIds, LensTopkProbs,
   // global, after the layers
   FinalNorm, Logits,
   SampleCandidates, SampleRaw, SamplePenalized, SampleScaled, SampleProbs, SampleKept,
@@ -27,6 +29,10 @@ struct HookInfo {
   const char* pattern;   // "layers.{L}.attn.q" ({L} replaced by the layer)
   const char* axes;      // "B,H,T,hd"
   bool per_layer;
+  // Computed only for the trace, at a cost (the lens runs the LM head once more per layer):
+  // selected only by a glob that spells out the hook's first name part ("lens.*",
+  // "lens.layers.*.topk_ids"), never by "*" or "*.logits".
+  bool opt_in = false;
 };
 
 const HookInfo& hook_info(Hook h);
@@ -40,7 +46,7 @@ struct ParsedHook { Hook id; int layer; };
 std::optional<ParsedHook> parse_hook_name(const std::string& name);
 
 // Sort key that puts hook names in forward order: globals before layers, layers in order,
-// within a layer the order of the table, kv.L.* right after layers.L.*, then final_norm,
+// within a layer the order of the table, kv.L.* and lens.layers.L.* right after layers.L.*, then final_norm,
 // logits, sample.*. Unknown names sort last, alphabetically.
 std::string hook_sort_key(const std::string& name);
 

@@ -44,6 +44,7 @@ class Trace {
   // Also hand every wanted tensor to `sink` (not owned; null: none).
   void set_sink(TraceSink* sink) { sink_ = sink; }
   const HookSet& hooks() const { return hooks_; }
+  int lens_top_k() const { return hooks_.lens_top_k(); }
 
   // Requested hooks that never fired in any step ("kv.0.k" under --no-cache, ...).
   std::vector<std::string> never_fired() const;

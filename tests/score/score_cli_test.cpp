@@ -2,6 +2,8 @@
 // one line on stderr with exit status 1 (never a crash). On golden/models/tiny-qwen2.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "tests/test_util.h"
@@ -86,4 +88,55 @@ TEST(ScoreCli, BadInputIsOneLine) {
   expect_one_line_error(score("--text 'A'"), "text 0 has 1 token(s): nothing to predict");
   expect_one_line_error(score("--chat --ids 1,2"), "--chat wraps --text; no --text given");
   expect_one_line_error(run_cli(kTool + " --model /nonexistent --text 'Hello'"), "");
+}
+
+// --range A:B: the summary is the per-token rows' own arithmetic over positions A..B (checked
+// here against the JSON rows), the whole text's range is the loss, and bad ranges are usage
+// errors (exit 2, one line).
+TEST(ScoreCli, RangeSummarizesExactlyItsRows) {
+  CliRun r = score("--json --text 'The golden fish spoke to the old man.' --range 3:6 --range 1: --range :2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["ranges"].size(), 3u);
+  const auto& toks = j["rows"][0]["tokens"];
+  for (const auto& s : j["ranges"]) {
+    double nll = 0, p = 0;
+    int n = 0, top = 0;
+    for (const auto& t : toks) {
+      const int64_t pos = t["position"];
+      if (pos < s["from"].get<int64_t>() || pos > s["to"].get<int64_t>()) continue;
+      ++n, nll += t["nll"].get<double>(), p += t["prob"].get<double>(), top += t["top_id"] == t["id"];
+    }
+    ASSERT_GT(n, 0);
+    EXPECT_EQ(s["n"], n);
+    EXPECT_NEAR(s["mean_nll"].get<double>(), nll / n, 1e-12);
+    EXPECT_NEAR(s["perplexity"].get<double>(), std::exp(nll / n), 1e-9 * std::exp(nll / n));
+    EXPECT_NEAR(s["mean_p"].get<double>(), p / n, 1e-12);
+    EXPECT_EQ(s["top_right"], top);
+  }
+  EXPECT_EQ(j["ranges"][0]["from"], 3);
+  EXPECT_EQ(j["ranges"][0]["to"], 6);
+  EXPECT_EQ(j["ranges"][1]["to"], 10);   // "1:" ends at the last label
+  EXPECT_NEAR(j["ranges"][1]["mean_nll"].get<double>(), j["loss"].get<double>(), 1e-12);
+  EXPECT_EQ(j["ranges"][2]["from"], 1);
+  EXPECT_EQ(j["ranges"][2]["n"], 2);
+
+  CliRun text = score("--text 'The golden fish spoke to the old man.' --range 3:6");
+  ASSERT_EQ(text.code, 0) << text.err;
+  char want[128];
+  std::snprintf(want, sizeof want, "range 3:6 of text 0: 4 tokens: mean NLL %.2f, perplexity ",
+                j["ranges"][0]["mean_nll"].get<double>());
+  EXPECT_NE(text.out.find(want), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("top choice right "), std::string::npos) << text.out;
+}
+
+TEST(ScoreCli, BadRangesAreOneLineErrors) {
+  for (const char* bad : {"x", ":", "3", "5:2", "-1:3", "1:y"}) {
+    CliRun r = score(std::string("--ids 1,2,3 --range '") + bad + "'");
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("lmscope-score: error: --range"), std::string::npos) << bad << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  // A range past the text's labels: known only once the text is encoded.
+  expect_one_line_error(score("--ids 1,2,3 --range 5:9"), "--range 5:9 holds no label of text 0");
 }
