@@ -6,7 +6,9 @@
 
 namespace lmscope {
 
-std::vector<double> log_softmax_at(const float* z, int64_t V, double T) {
+namespace {
+template <class F>
+std::vector<double> log_softmax_of(const F* z, int64_t V, double T) {
   std::vector<double> out(static_cast<size_t>(V));
   double m = -INFINITY;
   for (int64_t i = 0; i < V; ++i) m = std::max(m, double(z[i]) / T);
@@ -16,6 +18,10 @@ std::vector<double> log_softmax_at(const float* z, int64_t V, double T) {
   for (int64_t i = 0; i < V; ++i) out[size_t(i)] = double(z[i]) / T - lse;
   return out;
 }
+}  // namespace
+
+std::vector<double> log_softmax_at(const float* z, int64_t V, double T) { return log_softmax_of(z, V, T); }
+std::vector<double> log_softmax_at(const double* z, int64_t V, double T) { return log_softmax_of(z, V, T); }
 
 double kl_divergence(const std::vector<double>& logp, const std::vector<double>& logq) {
   double kl = 0;

@@ -11,6 +11,7 @@ namespace lmscope {
 
 // log softmax(z / T) of V logits, in double (the max subtracted first).
 std::vector<double> log_softmax_at(const float* z, int64_t V, double T = 1.0);
+std::vector<double> log_softmax_at(const double* z, int64_t V, double T = 1.0);
 
 // KL(p || q) = sum_i p_i (log p_i - log q_i), from log-probabilities; terms with p_i = 0 add 0.
 double kl_divergence(const std::vector<double>& logp, const std::vector<double>& logq);
