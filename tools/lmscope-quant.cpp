@@ -60,6 +60,10 @@ int main(int argc, char** argv) {
                "keep RMSNorm weights float32 (default); --quantize-norms puts them through the weight scheme too");
   app.add_flag("--json", json, "print one JSON object");
   app.add_option("--svg", svg, "write the error-vs-layer figure to this SVG file");
+  std::string trace_prefix;
+  app.add_option("--trace-prefix", trace_prefix,
+                 "also write P.float32.h5 and P.<scheme>.h5: the text's prefill traced (tokens, logits), "
+                 "e.g. for lmscope-diff --kl-temperature");
   if (auto code = cli::parse(app, argc, argv, "lmscope-quant")) return *code;
 
   return cli::run_tool("lmscope-quant", [&] {
@@ -82,6 +86,16 @@ int main(int argc, char** argv) {
       if (!tm->tokenizer) throw std::runtime_error("--calibrate: the model has no tokenizer to encode the prompts");
       opt.calibration.push_back(tm->tokenizer->encode(p, true));
     }
+    if (!trace_prefix.empty())
+      opt.also = [&](const std::string& run, Decoder& d) {
+        ModelContext ctx = tm->ctx;
+        ctx.decoder = &d;
+        GenerateOptions g;
+        g.prompts = {tm->prompts[0]};
+        g.max_new_tokens = 1;   // the prefill: logits at every position of the text
+        g.pad_id = tm->special.pad_id;
+        run_traced(ctx, g, HookSet("tokens.*,logits", "", tm->loaded.cfg.num_layers), trace_prefix + "." + run + ".h5");
+      };
     // The decoder tm made is not used: each scheme gets its own over its own weights.
     const quant::QuantReport r =
         quant::run_quant(tm->loaded.cfg, tm->loaded.weights, *tm->backend, tm->prompts[0], schemes, opt);

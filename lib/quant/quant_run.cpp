@@ -118,6 +118,7 @@ QuantReport run_quant(const ModelConfig& cfg, const Weights& loaded, Backend& ba
     qb.name_linears(ref_w);
     Decoder d(cfg, ref_w, qb);
     ref = traced_forward(d, qb, ids, cfg.num_layers);
+    if (opt.also) opt.also("float32", d);
   }
   rep.perplexity = score_logits(ref.logits, {ids}).perplexity;
 
@@ -142,6 +143,7 @@ QuantReport run_quant(const ModelConfig& cfg, const Weights& loaded, Backend& ba
     qb.reset_saturated();
     Run a = traced_forward(d, qb, ids, cfg.num_layers);
     s.saturated_activations = qb.saturated();
+    if (opt.also) opt.also(spec.name, d);
     qb.set_activation(ActScheme::Float);
     compare_runs(a, ref, ids, cfg.num_layers, s);
     rep.schemes.push_back(std::move(s));

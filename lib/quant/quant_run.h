@@ -11,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "model/config.h"
+#include "model/decoder.h"
 #include "model/weights.h"
 #include "quant/model_weights.h"
 #include "quant/scheme.h"
@@ -51,6 +52,10 @@ struct QuantReport {
 struct QuantOptions {
   bool keep_norms_float = true;
   std::vector<std::vector<int32_t>> calibration;   // a8-static's prompts
+  // Called once for the reference ("float32") and once per scheme, with the decoder set up as
+  // that run's (its weights, its activation scheme): lmscope-quant --trace-prefix writes a
+  // trace there (experiments/run.h run_traced), e.g. a student for lmscope-diff --kl-temperature.
+  std::function<void(const std::string& run, Decoder& d)> also;
 };
 
 // `w` as loaded (GGUF blocks attached or not); `ids` at least 2 tokens. Throws

@@ -132,3 +132,21 @@ TEST(QuantCli, BadInputIsOneLine) {
   expect_one_line_error(quant(kTiny, "--prompt-ids 5 --scheme w8-channel"), "the text has 1 token(s)");
   expect_one_line_error(quant(kTiny, "--text-file /nonexistent/t.txt --scheme w8-channel"), "--text-file: cannot read");
 }
+
+TEST(QuantCli, TracePrefixWritesTeacherAndStudentForDistillation) {
+  // The float32 run and the scheme's, traced: lmscope-diff --kl-temperature 1 over them gives
+  // the mean KL lmscope-quant reports (the same logits, from the same decoders).
+  const std::string prefix = (std::filesystem::temp_directory_path() / "lmscope_quant_tp").string();
+  nlohmann::json j = quant_json(kTiny, kText + " --scheme w4-group --trace-prefix " + prefix);
+  ASSERT_TRUE(std::filesystem::exists(prefix + ".float32.h5"));
+  ASSERT_TRUE(std::filesystem::exists(prefix + ".w4-group.h5"));
+  CliRun d = run_cli(std::string(LMSCOPE_BINARY_DIR) + "/lmscope-diff " + prefix + ".w4-group.h5 " + prefix +
+                     ".float32.h5 --json --kl-temperature 1");
+  ASSERT_EQ(d.code, 0) << d.err;
+  const double kl = nlohmann::json::parse(d.out)["temperatures"][0]["mean_kl"].get<double>();
+  const double want = j["schemes"][0]["mean_kl"].get<double>();
+  EXPECT_GT(want, 0.0);
+  EXPECT_NEAR(kl, want, 1e-4 * want);   // the prefill's logits may differ from ours in the last bits
+  std::filesystem::remove(prefix + ".float32.h5");
+  std::filesystem::remove(prefix + ".w4-group.h5");
+}
