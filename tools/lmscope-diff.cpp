@@ -5,6 +5,9 @@
 // Alignment (compare/align.h): --row N compares row N of a padded batch, its pads stripped
 // through the masks, with a solo run; cached against uncached steps are compared at the last
 // position (automatic when the traces differ in use_cache).
+// --kl-temperature T[,T2...]: distillation's view instead (compare/distill.h): B is the teacher,
+// A the student; per position KL(softmax(B/T) || softmax(A/T)) x T^2, entropies and top-k of
+// step 0's logits over the same tokens.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -13,6 +16,7 @@
 
 #include "compare/align.h"
 #include "compare/compare.h"
+#include "compare/distill.h"
 #include "compare/report.h"
 #include "trace/select.h"
 #include "trace/trace_reader.h"
@@ -40,6 +44,12 @@ int main(int argc, char** argv) {
                "where a step's T differs (cached vs uncached), compare the last T rows, and kv.* with the uncached "
                "k_rope / v (automatic when A and the reference differ in use_cache)");
   app.add_flag("--no-align", no_align, "never align automatically");
+  std::vector<double> temperatures;
+  int top_k = 3;
+  app.add_option("--kl-temperature", temperatures,
+                 "distillation: B is the teacher, A the student; KL x T^2 of step 0's logits at each T (e.g. 1,4,8)")
+      ->delimiter(',');
+  app.add_option("--top-k", top_k, "with --kl-temperature: how many top ids of each side to show")->check(CLI::Range(1, 100));
   if (auto code = cli::parse(app, argc, argv, "lmscope-diff")) return *code;
 
   CompareOptions opts;
@@ -54,6 +64,22 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::cerr << "lmscope-diff: error: " << e.what() << "\n";
     return 2;
+  }
+  if (!temperatures.empty()) {
+    try {
+      check_temperatures(temperatures);
+      auto need = [](const TraceReader& t, const std::string& hook) {
+        if (!t.has_hook(0, hook)) throw std::runtime_error("'" + t.path() + "' step 0 has no " + hook);
+        return t.read(0, hook);
+      };
+      const DistillReport r = distill(need(*b, "logits"), need(*a, "logits"), need(*b, "tokens.input_ids"),
+                                      need(*a, "tokens.input_ids"), temperatures, top_k);
+      std::cout << (json ? distill_json(r, path_b, path_a) + "\n" : distill_text(r, path_b, path_a));
+      return 0;
+    } catch (const std::exception& e) {
+      std::cerr << "lmscope-diff: error: " << e.what() << "\n";
+      return 2;
+    }
   }
   AlignOptions al;
   std::string align_note;

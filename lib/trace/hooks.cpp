@@ -54,6 +54,20 @@ const std::vector<HookInfo> kHooks = {
     {Hook::SampleU, "sample.u", "B", false},
     {Hook::SampleChosen, "sample.chosen", "B", false},
     {Hook::SampleFinished, "sample.finished", "B", false},
+    {Hook::QuantQProjScale, "quant.layers.{L}.q_proj.scale", "B,T", true},
+    {Hook::QuantQProjSaturated, "quant.layers.{L}.q_proj.saturated", "B,T", true},
+    {Hook::QuantKProjScale, "quant.layers.{L}.k_proj.scale", "B,T", true},
+    {Hook::QuantKProjSaturated, "quant.layers.{L}.k_proj.saturated", "B,T", true},
+    {Hook::QuantVProjScale, "quant.layers.{L}.v_proj.scale", "B,T", true},
+    {Hook::QuantVProjSaturated, "quant.layers.{L}.v_proj.saturated", "B,T", true},
+    {Hook::QuantOProjScale, "quant.layers.{L}.o_proj.scale", "B,T", true},
+    {Hook::QuantOProjSaturated, "quant.layers.{L}.o_proj.saturated", "B,T", true},
+    {Hook::QuantGateProjScale, "quant.layers.{L}.gate_proj.scale", "B,T", true},
+    {Hook::QuantGateProjSaturated, "quant.layers.{L}.gate_proj.saturated", "B,T", true},
+    {Hook::QuantUpProjScale, "quant.layers.{L}.up_proj.scale", "B,T", true},
+    {Hook::QuantUpProjSaturated, "quant.layers.{L}.up_proj.saturated", "B,T", true},
+    {Hook::QuantDownProjScale, "quant.layers.{L}.down_proj.scale", "B,T", true},
+    {Hook::QuantDownProjSaturated, "quant.layers.{L}.down_proj.saturated", "B,T", true},
 };
 
 // "layers.{L}.attn.q" -> ("layers.", ".attn.q"); "kv.{L}.k" -> ("kv.", ".k")

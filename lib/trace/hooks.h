@@ -21,6 +21,12 @@ enum class Hook : int {
   FinalNorm, Logits,
   SampleCandidates, SampleRaw, SamplePenalized, SampleScaled, SampleProbs, SampleKept,
   SampleSurvivors, SampleU, SampleChosen, SampleFinished,
+  // per layer, under an activation quantization scheme (lib/quant/quant_backend.h): the
+  // scale each row entering a linear was quantized with, and how many of its values saturated
+  QuantQProjScale, QuantQProjSaturated, QuantKProjScale, QuantKProjSaturated,
+  QuantVProjScale, QuantVProjSaturated, QuantOProjScale, QuantOProjSaturated,
+  QuantGateProjScale, QuantGateProjSaturated, QuantUpProjScale, QuantUpProjSaturated,
+  QuantDownProjScale, QuantDownProjSaturated,
   Count
 };
 

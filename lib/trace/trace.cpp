@@ -48,6 +48,8 @@ std::vector<std::string> Trace::never_fired() const {
   for (const std::string& name : hooks_.enabled_names()) {
     auto p = parse_hook_name(name);
     if (!p || p->layer < 0) continue;
+    // quant.* fire only under lmscope-quant's activation schemes; a plain run lacks nothing.
+    if (int(p->id) >= int(Hook::QuantQProjScale)) continue;
     const auto& row = fired_[int(p->id)];
     if (!(int(row.size()) > p->layer + 1 && row[p->layer + 1])) out.push_back(name);
   }
