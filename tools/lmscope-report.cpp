@@ -5,12 +5,14 @@
 //
 //   lmscope-report trace.h5 -o report.html [--layers 0,15,29] [--steps 0-3]
 //   lmscope-report trace.h5 --svg attention --layer 3 --head 2 [--step 0] -o attn.svg
+//   lmscope-report trace.h5 --summary [--step 0] [--query 7]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 
 #include "io/text_file.h"
+#include "report/attention_summary.h"
 #include "report/report_data.h"
 #include "report/report_html.h"
 #include "report/report_svg.h"
@@ -24,9 +26,12 @@ using namespace lmscope;
 int main(int argc, char** argv) {
   CLI::App app{"lmscope-report: a self-contained HTML page (or an SVG picture) from a trace"};
   std::string trace_path, out, layers, steps, model, svg;
-  int top_k = 10, layer = 0, head = 0, step = 0, row = 0;
+  int top_k = 10, layer = 0, head = 0, step = 0, row = 0, query = -1;
+  bool summary = false;
   app.add_option("trace", trace_path, "trace file written by lmscope-trace or lmscope-hf-trace")->required();
-  app.add_option("-o,--out", out, "the HTML page (or, with --svg, the SVG picture) to write")->required();
+  app.add_option("-o,--out", out, "the HTML page (or, with --svg, the SVG picture) to write");
+  app.add_flag("--summary", summary, "print each head's most-attended key token at --step, --row, --query instead of writing a file");
+  app.add_option("--query", query, "--summary: the query position within the step (default: the last)");
   app.add_option("--layers", layers, "layers whose attention heatmaps the page holds, e.g. 0-3,29 (default: up to 5, spread)");
   app.add_option("--steps", steps, "steps whose attention heatmaps the page holds, e.g. 0,1 (default: up to 4)");
   app.add_option("--top-k", top_k, "candidates shown per generation step")->check(CLI::Range(1, 100))->capture_default_str();
@@ -37,9 +42,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"attention", "mask"}));
   app.add_option("--layer", layer, "--svg attention: the layer")->capture_default_str();
   app.add_option("--head", head, "--svg attention: the head")->capture_default_str();
-  app.add_option("--step", step, "--svg attention: the step")->capture_default_str();
-  app.add_option("--row", row, "--svg: the batch row")->capture_default_str();
+  app.add_option("--step", step, "--svg attention, --summary: the step")->capture_default_str();
+  app.add_option("--row", row, "--svg, --summary: the batch row")->capture_default_str();
   if (auto code = cli::parse(app, argc, argv, "lmscope-report")) return *code;
+
+  if (out.empty() == !summary) return cli::usage_error("lmscope-report", "give -o FILE, or --summary");
 
   return cli::run_tool("lmscope-report", [&] {
     ReportOptions opt;
@@ -58,7 +65,13 @@ int main(int argc, char** argv) {
     std::error_code ec;
     if (!tok_path.empty() && std::filesystem::exists(tok_path, ec)) tokenizer = cli::load_tool_tokenizer(tok_path);
     else if (!model.empty()) throw std::runtime_error("--model '" + model + "': no such file or directory");
+    if (summary) opt.layers = {}, opt.steps = {step};
     nlohmann::json data = report_data(tr, opt, tokenizer ? &*tokenizer : nullptr);
+    if (summary) {
+      if (row < 0 || row >= data["rows"].get<int>()) throw std::runtime_error("--row " + std::to_string(row) + ": the trace has " + data["rows"].dump() + " row(s)");
+      std::fputs(attention_summary(tr, data["tokens"][size_t(row)]["columns"], step, row, query).c_str(), stdout);
+      return 0;
+    }
     std::string text;
     if (svg == "attention") text = attention_svg(data, step, layer, head, row);
     else if (svg == "mask") text = mask_svg(data, row);

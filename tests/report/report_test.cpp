@@ -4,6 +4,7 @@
 // Traces are made by lmscope-trace on golden/models/tiny-qwen2 (and on SmolLM2 when fetched).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -245,4 +246,28 @@ TEST_F(Report, CachePictureDrawsWorkBytesAndTheFault) {
                   "with the KV cache (one new token per step)", "without (the whole sequence again)",
                   "first divergence: step 1", "fault planted: position"});
   need_browser();
+}
+
+TEST_F(Report, SummaryCountsEachHeadsMostAttendedKey) {
+  ASSERT_TRUE(full_);
+  CliRun r = report(dir_->file("full.h5") + " --summary --query 5");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The same count from the trace itself: heads whose query 5 puts the most weight on column 0.
+  TraceReader tr(dir_->file("full.h5"));
+  int heads = 0, on_first = 0;
+  for (int L = 0; tr.has_hook(0, "layers." + std::to_string(L) + ".attn.probs"); ++L) {
+    HookData p = tr.read(0, "layers." + std::to_string(L) + ".attn.probs");
+    const int64_t H = p.shape[1], T = p.shape[2], S = p.shape[3];
+    for (int64_t h = 0; h < H; ++h, ++heads) {
+      const double* row = p.values.data() + (h * T + 5) * S;
+      if (std::max_element(row, row + S) == row) ++on_first;
+    }
+  }
+  EXPECT_NE(r.out.find("attention at step 0, row 0, query 5 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("heads by most-attended key (of " + std::to_string(heads) + "):"), std::string::npos) << r.out;
+  if (on_first > 0) EXPECT_NE(r.out.find("column 0 \u201cThe\u201d: " + std::to_string(on_first) + ";"), std::string::npos) << r.out;
+  else EXPECT_EQ(r.out.find("column 0 "), std::string::npos) << r.out;
+  CliRun none = report(dir_->file("partial.h5") + " --summary");
+  EXPECT_EQ(none.code, 1);
+  EXPECT_NE(none.err.find("trace with --hooks 'layers.*.attn.probs'"), std::string::npos) << none.err;
 }
