@@ -11,9 +11,11 @@ namespace lmscope {
 
 namespace {
 
+// Axis numbers: whole numbers as such (1500, not 1.5e+03), others with 3 significant digits.
 std::string num(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
+  if (std::fabs(v) >= 1 && std::fabs(v) < 1e9 && v == std::round(v)) std::snprintf(buf, sizeof buf, "%.0f", v);
+  else std::snprintf(buf, sizeof buf, "%.3g", v);
   return buf;
 }
 
