@@ -3,12 +3,14 @@
 // (tokens pushed through the model), the time of each path and the KV cache bytes. --fault plants
 // a classic cache bug and shows where it bites.
 //
-//   lmscope-cache --model golden/models/tiny-qwen2 --prompt-len 40 --max-new-tokens 24 [--fault position]
+//   lmscope-cache --model golden/models/tiny-qwen2 --prompt-len 40 --max-new-tokens 24 [--fault position] [--svg cache.svg]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 
 #include "experiments/cache.h"
+#include "experiments/cache_svg.h"
+#include "io/text_file.h"
 #include "tools/cli_common.h"
 #include "tools/model_args.h"
 
@@ -23,6 +25,7 @@ int main(int argc, char** argv) {
   int prompt_len = 0;
   uint64_t prompt_seed = 1;
   bool json = false, no_timing = false;
+  std::string svg;
   app.add_option("--prompt-len", prompt_len, "a synthetic prompt of this many token ids (seeded) instead of --prompt");
   app.add_option("--prompt-seed", prompt_seed, "seed of the synthetic prompt")->capture_default_str();
   app.add_option("--max-new-tokens", opt.max_new_tokens, "tokens to generate (greedy)")->capture_default_str();
@@ -35,6 +38,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   app.add_flag("--json", json, "print one JSON object instead of the report");
+  app.add_option("--svg", svg, "also draw the work per step and the KV bytes (and a fault's first divergence) into this SVG file");
   if (auto code = cli::parse(app, argc, argv, "lmscope-cache")) return *code;
 
   return cli::run_tool("lmscope-cache", [&] {
@@ -49,6 +53,7 @@ int main(int argc, char** argv) {
     opt.pad_id = tm->special.pad_id;
     opt.eos_ids = tm->special.eos_ids;
     CacheReport rep = run_cache_experiment(tm->ctx, opt);
+    if (!svg.empty()) write_file_atomic(svg, cache_svg(rep));
     if (json) std::cout << cache_report_json(rep, tm->ctx) << "\n";
     else std::cout << cache_report_text(rep, tm->ctx);
     return 0;

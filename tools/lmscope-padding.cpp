@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   bool json = false;
   app.add_option("--max-new-tokens", opt.max_new_tokens, "tokens to generate (greedy)")->capture_default_str();
   app.add_option("--modes", modes, "comma-separated: left, right_hf, right_aware, left_colpos")->capture_default_str();
-  app.add_option("--out-dir", opt.out_dir, "directory for the traces (solo_<row>.h5, <mode>.h5) and divergence.svg")
+  app.add_option("--out-dir", opt.out_dir, "directory for the traces (solo_<row>.h5, <mode>.h5), divergence.svg and padding.svg")
       ->required();
   app.add_option("--hooks", opt.hooks, "hooks to trace and compare (globs, docs/hooks.md)")->capture_default_str();
   app.add_option("--layers", opt.layers, "layer ranges for layers.* and kv.* hooks, e.g. 0-3,7");
@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
     opt.eos_ids = tm->special.eos_ids;
     PaddingReport rep = run_padding_experiment(tm->ctx, opt);
     if (json) std::cout << padding_report_json(rep, tm->ctx) << "\n";
-    else std::cout << padding_report_text(rep, tm->ctx) << "\ntraces and divergence.svg in " << opt.out_dir << "\n";
+    else std::cout << padding_report_text(rep, tm->ctx) << "\ntraces, divergence.svg and padding.svg in " << opt.out_dir << "\n";
     return 0;
   });
 }

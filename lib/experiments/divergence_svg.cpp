@@ -7,24 +7,6 @@
 
 namespace lmscope {
 
-std::string xml_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&apos;"; break;
-      default:
-        // Control characters are not allowed in XML 1.0 text.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t') o += ' ';
-        else o += c;
-    }
-  }
-  return o;
-}
-
 std::string error_colour(double rel) {
   if (std::isnan(rel)) return "#dddddd";
   // t = 0 at 1e-8 (white), 1 at >= 1 (dark red); through yellow and orange.

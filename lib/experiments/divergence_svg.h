@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "report/svg.h"   // xml_escape
+
 namespace lmscope {
 
 struct HeatmapPanel {
@@ -23,7 +25,5 @@ std::string heatmap_svg(const std::string& title, const std::vector<std::string>
 
 // Colour for a relative error: "#rrggbb".
 std::string error_colour(double rel);
-// XML-escapes text (&, <, >, ", ').
-std::string xml_escape(const std::string& s);
 
 }  // namespace lmscope

@@ -12,6 +12,8 @@
 #include "compare/align.h"
 #include "tokenizer/ids_text.h"
 #include "experiments/divergence_svg.h"
+#include "experiments/padding_svg.h"
+#include "io/text_file.h"
 #include "trace/hooks.h"
 #include "trace/select.h"
 
@@ -128,6 +130,14 @@ std::string sentence_for(const PaddingRow& row, const ModeRow& mr, int b, int64_
 }
 
 }  // namespace
+
+std::string departure_note(const ModeRow& mr) {
+  std::string note = mr.matches_solo ? "matches solo" : "departs";
+  if (mr.first_divergence_ignoring_positions) note += ": " + where(*mr.first_divergence_ignoring_positions);
+  else if (!mr.tokens_equal) note += ": tokens from " + std::to_string(mr.first_token_difference);
+  else if (mr.first_divergence) note += " (positions only: " + where(*mr.first_divergence) + ")";
+  return note;
+}
 
 PaddingReport run_padding_experiment(const ModelContext& m, const PaddingOptions& opt) {
   if (opt.prompts.size() < 2) throw std::runtime_error("the padding experiment needs at least two prompts");
@@ -258,11 +268,7 @@ PaddingReport run_padding_experiment(const ModelContext& m, const PaddingOptions
       p.row_labels.push_back(padding_mode_name(mr.mode));
       p.values.push_back(mr.layer_rel);
       p.fail.push_back(mr.layer_fail);
-      std::string note = mr.matches_solo ? "matches solo" : "departs";
-      if (mr.first_divergence_ignoring_positions) note += ": " + where(*mr.first_divergence_ignoring_positions);
-      else if (!mr.tokens_equal) note += ": tokens from " + std::to_string(mr.first_token_difference);
-      else if (mr.first_divergence) note += " (positions only: " + where(*mr.first_divergence) + ")";
-      p.notes.push_back(note);
+      p.notes.push_back(departure_note(mr));
       if (mr.mode == PaddingMode::LeftColpos && row.pads > 0) {   // what RoPE does not forgive
         p.row_labels.push_back("  its q/k rope");
         p.values.push_back(mr.layer_qk_rel);
@@ -275,7 +281,8 @@ PaddingReport run_padding_experiment(const ModelContext& m, const PaddingOptions
   rep.svg = heatmap_svg("lmscope-padding: each batch row against its solo run, per layer", cols, panels,
                         "cells: worst relative error over the steps of embed, each layer's resid_post, and the logits "
                         "(\"its q/k rope\": q_rope/k_rope of each layer); black border = beyond tolerance");
-  std::ofstream(path("divergence.svg")) << rep.svg;
+  write_file_atomic(path("divergence.svg"), rep.svg);
+  write_file_atomic(path("padding.svg"), padding_svg(rep, m));
   return rep;
 }
 

@@ -90,7 +90,11 @@ struct PaddingReport {
   std::string svg;                     // the divergence picture (divergence.svg in out_dir)
 };
 
+// Writes the traces, divergence.svg and padding.svg (experiments/padding_svg.h) into out_dir.
 PaddingReport run_padding_experiment(const ModelContext& m, const PaddingOptions& opt);
+
+// "matches solo", or "departs: step 0, layers.0.attn_out, position 3" (where it first departs).
+std::string departure_note(const ModeRow& mr);
 
 std::string padding_report_text(const PaddingReport& r, const ModelContext& m);
 // {"rows":[{"prompt", "prompt_ids", "pads", "solo": {"tokens","text","trace"}, "modes": {"left":

@@ -127,18 +127,19 @@ int64_t TraceReader::root_attr_int(const std::string& key) const { return file_.
 double TraceReader::root_attr_double(const std::string& key) const { return file_.root().attr_double(key); }
 std::vector<int32_t> TraceReader::root_attr_ints(const std::string& key) const { return file_.root().attr_ints(key); }
 
-std::string TraceReader::root_attrs_json() const {
-  const h5::Group& root = file_.root();
+namespace {
+// Every attribute of a group as one JSON object text (strings, numbers, number arrays).
+std::string attrs_json(const h5::Object& obj) {
   nlohmann::json j = nlohmann::json::object();
-  for (const std::string& key : root.attr_names()) {
-    if (root.attr_is_string(key)) {
-      j[key] = root.attr_string(key);
+  for (const std::string& key : obj.attr_names()) {
+    if (obj.attr_is_string(key)) {
+      j[key] = obj.attr_string(key);
     } else {
-      std::vector<double> v = root.attr_doubles(key);
-      bool is_int = root.attr_is_int(key);
+      std::vector<double> v = obj.attr_doubles(key);
+      bool is_int = obj.attr_is_int(key);
       auto one = [&](double x) { return is_int ? nlohmann::json(int64_t(x)) : nlohmann::json(x); };
       if (v.size() == 1) {
-        j[key] = is_int ? nlohmann::json(root.attr_int(key)) : nlohmann::json(v[0]);
+        j[key] = is_int ? nlohmann::json(obj.attr_int(key)) : nlohmann::json(v[0]);
       } else {
         nlohmann::json arr = nlohmann::json::array();
         for (double x : v) arr.push_back(one(x));
@@ -147,6 +148,15 @@ std::string TraceReader::root_attrs_json() const {
     }
   }
   return j.dump();
+}
+}  // namespace
+
+std::string TraceReader::root_attrs_json() const { return attrs_json(file_.root()); }
+
+std::string TraceReader::step_group_attrs_json(int step, const std::string& group) const {
+  const h5::Group& g = step_group(step);
+  if (!g.exists(group) || g.kind(group) != h5::ChildKind::Group) return "{}";
+  return attrs_json(g.open_group(group));
 }
 
 bool TraceReader::has_step(int step) const {
@@ -205,7 +215,17 @@ HookData TraceReader::read(int step, const std::string& hook) const {
 }
 
 bool TraceReader::has_generated_ids() const {
-  return file_.root().exists("generated_ids") && file_.root().kind("generated_ids") == h5::ChildKind::Dataset;
+  return has_dataset("generated_ids");
+}
+
+bool TraceReader::has_dataset(const std::string& path) const {
+  return file_.root().exists(path) && file_.root().kind(path) == h5::ChildKind::Dataset;
+}
+
+h5::DatasetData TraceReader::read_dataset(const std::string& path) const { return file_.root().read_dataset(path); }
+
+std::vector<std::string> TraceReader::read_strings(const std::string& path) const {
+  return file_.root().open_dataset(path).read_strings();
 }
 
 HookData TraceReader::generated_ids() const {

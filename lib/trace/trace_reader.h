@@ -43,6 +43,9 @@ class TraceReader {
   double root_attr_double(const std::string& key) const;
   std::vector<int32_t> root_attr_ints(const std::string& key) const;
   std::string root_attrs_json() const;   // every root attribute as one JSON object text
+  // The attributes of a group inside a step ("sample": the sampler settings) as one JSON
+  // object text; "{}" when the step has no such group.
+  std::string step_group_attrs_json(int step, const std::string& group) const;
 
   // Steps are the /step_NNNN groups, numbered 0..n_steps()-1.
   int n_steps() const { return int(steps_.size()); }
@@ -58,6 +61,12 @@ class TraceReader {
 
   bool has_generated_ids() const;
   HookData generated_ids() const;   // [B,N] int32; hook = "generated_ids", axes {"B","N"}
+
+  // Datasets outside the steps by slash path ("tokenizer/row_0/pieces"): what a reader of
+  // the tokenizer groups needs. has_dataset is false for a missing path or a group.
+  bool has_dataset(const std::string& path) const;
+  h5::DatasetData read_dataset(const std::string& path) const;
+  std::vector<std::string> read_strings(const std::string& path) const;
 
  private:
   const h5::Group& step_group(int step) const;

@@ -1,0 +1,48 @@
+#include "io/text_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+
+namespace lmscope {
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  auto fail = [&](const std::string& why) { throw std::runtime_error("cannot write '" + path + "': " + why); };
+  std::random_device rd;
+  const std::string tmp = path + ".partial." + std::to_string(::getpid()) + "." + std::to_string(rd() % 1000000);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) fail(std::strerror(errno));
+  const char* p = content.data();
+  size_t left = content.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? std::strerror(errno) : "short write";
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      fail(why);
+    }
+    p += n;
+    left -= size_t(n);
+  }
+  const int synced = ::fsync(fd);
+  const int sync_errno = errno;
+  if (::close(fd) != 0 || synced != 0) {
+    const std::string why = std::strerror(synced != 0 ? sync_errno : errno);
+    ::unlink(tmp.c_str());
+    fail(why);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    fail(why);
+  }
+}
+
+}  // namespace lmscope

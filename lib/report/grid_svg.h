@@ -1,0 +1,23 @@
+// A labelled grid picture as standalone SVG (lmscope-report --svg): a title, token labels on
+// both axes, axis titles, one cell per value coloured from white (0) to dark blue (1), and a
+// legend. Sized for a slide: cells shrink so the picture stays within about 1280 x 720.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace lmscope {
+
+struct GridPicture {
+  std::string title;                          // "Attention, layer 3 head 2 (step 0)"
+  std::string x_label, y_label;               // axis titles, e.g. "key token (column)"
+  std::vector<std::string> col_labels, row_labels;
+  std::vector<std::vector<double>> values;    // [row][col] in 0..1
+  std::string legend;                         // what the colour means, e.g. "probability"
+  std::vector<std::pair<double, std::string>> legend_stops;   // value -> label under the scale
+  bool print_values = false;                  // write each value in its cell (when cells are big)
+  std::string caption;                        // one line under the picture
+};
+
+std::string grid_svg(const GridPicture& g);
+
+}  // namespace lmscope

@@ -1,0 +1,85 @@
+#include "report/report_svg.h"
+
+#include <stdexcept>
+
+#include "report/grid_svg.h"
+
+namespace lmscope {
+
+using nlohmann::json;
+
+namespace {
+
+// The label of column s of a row: its token piece, "PAD" for padding.
+std::string column_label(const json& data, int row, int64_t s) {
+  const json& cols = data["tokens"][size_t(row)]["columns"];
+  if (s < 0 || size_t(s) >= cols.size()) return std::to_string(s);
+  const json& c = cols[size_t(s)];
+  return c.value("pad", false) ? "PAD" : c["piece"].get<std::string>();
+}
+
+void check_row(const json& data, int row) {
+  if (row < 0 || row >= data["rows"].get<int>())
+    throw std::runtime_error("--row " + std::to_string(row) + ": the trace has " + std::to_string(data["rows"].get<int>()) + " row(s)");
+}
+
+}  // namespace
+
+std::string attention_svg(const json& data, int step, int layer, int head, int row) {
+  check_row(data, row);
+  const json& a = data["attention"];
+  if (a.contains("absent")) throw std::runtime_error(a["absent"].get<std::string>());
+  const std::string key = std::to_string(step) + "/" + std::to_string(layer);
+  if (!a["cells"].contains(key))
+    throw std::runtime_error("the trace has no layers." + std::to_string(layer) + ".attn.probs at step " + std::to_string(step) +
+                             "; trace with --hooks 'layers.*.attn.probs'");
+  const json& cell = a["cells"][key];
+  const int64_t H = cell["H"], T = cell["T"], S = cell["S"], past = cell["past"];
+  if (head < 0 || head >= H)
+    throw std::runtime_error("--head " + std::to_string(head) + ": the layer has " + std::to_string(H) + " heads (0.." +
+                             std::to_string(H - 1) + ")");
+  const json& p = cell["probs"];
+  GridPicture g;
+  g.title = "Attention probabilities: layer " + std::to_string(layer) + ", head " + std::to_string(head) + ", step " +
+            std::to_string(step) + (step == 0 ? " (prefill)" : " (decode)");
+  g.x_label = "key token (column it reads from)";
+  g.y_label = "query token (position reading)";
+  for (int64_t q = 0; q < T; ++q) g.row_labels.push_back(column_label(data, row, past + q));
+  for (int64_t s = 0; s < S; ++s) g.col_labels.push_back(column_label(data, row, s));
+  for (int64_t q = 0; q < T; ++q) {
+    std::vector<double> line;
+    for (int64_t s = 0; s < S; ++s) line.push_back(p[size_t(((row * H + head) * T + q) * S + s)].get<double>());
+    g.values.push_back(line);
+  }
+  g.legend = "probability (softmax, each row sums to 1)";
+  g.legend_stops = {{0, "0"}, {0.5, "0.5"}, {1, "1"}};
+  g.print_values = true;
+  g.caption = "Row = a token looking back; column = a token it may read. White cells above the diagonal: masked (future).";
+  return grid_svg(g);
+}
+
+std::string mask_svg(const json& data, int row) {
+  check_row(data, row);
+  const json& m = data["masks"];
+  if (m.contains("absent")) throw std::runtime_error(m["absent"].get<std::string>());
+  if (!m.contains("combined")) throw std::runtime_error("the trace has no mask.combined; trace with --hooks 'mask.*'");
+  const json& grid = m["combined"][size_t(row)];
+  const int64_t past = m["past"];
+  GridPicture g;
+  g.title = "Attention mask (combined causal + padding), row " + std::to_string(row) + ", prefill";
+  g.x_label = "key token (column)";
+  g.y_label = "query token";
+  for (size_t q = 0; q < grid.size(); ++q) g.row_labels.push_back(column_label(data, row, past + int64_t(q)));
+  for (size_t s = 0; s < grid[0].size(); ++s) g.col_labels.push_back(column_label(data, row, int64_t(s)));
+  for (const json& line : grid) {
+    std::vector<double> v;
+    for (const json& x : line) v.push_back(x.get<int>() ? 0.85 : 0.0);
+    g.values.push_back(v);
+  }
+  g.legend = "may attend";
+  g.legend_stops = {{0, "masked"}, {0.85, "allowed"}};
+  g.caption = "Blue: the query may read that key. White: masked (a future token, or padding).";
+  return grid_svg(g);
+}
+
+}  // namespace lmscope

@@ -1,0 +1,25 @@
+// Small pieces every hand-written SVG picture shares (report heatmaps, the padding and cache
+// pictures): XML escaping, a colour scale and the document frame. No dependency: an SVG is text.
+#pragma once
+#include <string>
+
+namespace lmscope {
+
+// XML-escapes text (&, <, >, ", '); control characters become spaces (not allowed in XML 1.0).
+std::string xml_escape(const std::string& s);
+
+// A probability (0..1, clamped) as a colour from white to dark blue: "#rrggbb".
+std::string probability_colour(double p);
+
+// Wraps `body` in an <svg> of the given size with a white background; font sizes in the body
+// are relative to `font_size` px. Readable at 1280x720 when width <= ~1280.
+std::string svg_document(int width, int height, const std::string& body, int font_size = 14);
+
+// "<text x=.. y=.. [text-anchor] [extra]>escaped</text>\n"
+std::string svg_text(double x, double y, const std::string& text, const std::string& anchor = "",
+                     const std::string& extra = "");
+
+// A string cut to `n` characters (UTF-8 aware) with an ellipsis.
+std::string shorten(const std::string& s, size_t n);
+
+}  // namespace lmscope

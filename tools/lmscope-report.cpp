@@ -1,0 +1,84 @@
+// lmscope-report: one self-contained HTML page from a trace (docs/report.md): the run, the
+// tokens and their merges, the masks, attention heatmaps with a layer x head overview, the
+// residual stream's norms, and each generation step's top-k and sampling audit. Or, with
+// --svg, one picture for a slide.
+//
+//   lmscope-report trace.h5 -o report.html [--layers 0,15,29] [--steps 0-3]
+//   lmscope-report trace.h5 --svg attention --layer 3 --head 2 [--step 0] -o attn.svg
+//   lmscope-report trace.h5 --summary [--step 0] [--query 7]
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "io/text_file.h"
+#include "report/attention_summary.h"
+#include "report/report_data.h"
+#include "report/report_html.h"
+#include "report/report_svg.h"
+#include "trace/select.h"
+#include "trace/trace_reader.h"
+#include "tools/cli_common.h"
+#include "tools/model_args.h"
+
+using namespace lmscope;
+
+int main(int argc, char** argv) {
+  CLI::App app{"lmscope-report: a self-contained HTML page (or an SVG picture) from a trace"};
+  std::string trace_path, out, layers, steps, model, svg;
+  int top_k = 10, layer = 0, head = 0, step = 0, row = 0, query = -1;
+  bool summary = false;
+  app.add_option("trace", trace_path, "trace file written by lmscope-trace or lmscope-hf-trace")->required();
+  app.add_option("-o,--out", out, "the HTML page (or, with --svg, the SVG picture) to write");
+  app.add_flag("--summary", summary, "print each head's most-attended key token at --step, --row, --query instead of writing a file");
+  app.add_option("--query", query, "--summary: the query position within the step (default: the last)");
+  app.add_option("--layers", layers, "layers whose attention heatmaps the page holds, e.g. 0-3,29 (default: up to 5, spread)");
+  app.add_option("--steps", steps, "steps whose attention heatmaps the page holds, e.g. 0,1 (default: up to 4)");
+  app.add_option("--top-k", top_k, "candidates shown per generation step")->check(CLI::Range(1, 100))->capture_default_str();
+  app.add_option("--model", model,
+                 "where the tokenizer is read from, for the pieces of generated tokens (default: the trace's model_path "
+                 "when it exists)");
+  app.add_option("--svg", svg, "write one picture instead of the page: attention or mask")
+      ->check(CLI::IsMember({"attention", "mask"}));
+  app.add_option("--layer", layer, "--svg attention: the layer")->capture_default_str();
+  app.add_option("--head", head, "--svg attention: the head")->capture_default_str();
+  app.add_option("--step", step, "--svg attention, --summary: the step")->capture_default_str();
+  app.add_option("--row", row, "--svg, --summary: the batch row")->capture_default_str();
+  if (auto code = cli::parse(app, argc, argv, "lmscope-report")) return *code;
+
+  if (out.empty() == !summary) return cli::usage_error("lmscope-report", "give -o FILE, or --summary");
+
+  return cli::run_tool("lmscope-report", [&] {
+    ReportOptions opt;
+    opt.top_k = top_k;
+    try {
+      if (!layers.empty()) opt.layers = parse_ranges(layers);
+      if (!steps.empty()) opt.steps = parse_ranges(steps);
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(std::string("--layers/--steps: ") + e.what());
+    }
+    if (svg == "attention") opt.layers = {layer}, opt.steps = {step};
+    TraceReader tr(trace_path);
+    // The tokenizer gives the generated tokens' pieces; without one they show as "#id".
+    std::optional<tok::Tokenizer> tokenizer;
+    const std::string tok_path = !model.empty() ? model : tr.has_root_attr("model_path") ? tr.root_attr_string("model_path") : "";
+    std::error_code ec;
+    if (!tok_path.empty() && std::filesystem::exists(tok_path, ec)) tokenizer = cli::load_tool_tokenizer(tok_path);
+    else if (!model.empty()) throw std::runtime_error("--model '" + model + "': no such file or directory");
+    if (summary) opt.layers = {}, opt.steps = {step};
+    nlohmann::json data = report_data(tr, opt, tokenizer ? &*tokenizer : nullptr);
+    if (summary) {
+      if (row < 0 || row >= data["rows"].get<int>()) throw std::runtime_error("--row " + std::to_string(row) + ": the trace has " + data["rows"].dump() + " row(s)");
+      std::fputs(attention_summary(tr, data["tokens"][size_t(row)]["columns"], step, row, query).c_str(), stdout);
+      return 0;
+    }
+    std::string text;
+    if (svg == "attention") text = attention_svg(data, step, layer, head, row);
+    else if (svg == "mask") text = mask_svg(data, row);
+    else text = report_html(data);
+    write_file_atomic(out, text);
+    std::printf("wrote %s (%zu bytes)%s\n", out.c_str(), text.size(),
+                tokenizer ? "" : "; no tokenizer found: generated tokens show as #id (give --model)");
+    return 0;
+  });
+}
