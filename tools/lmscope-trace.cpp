@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   app.add_option("--temperature", sc.temperature)->check(cli::finite_float())->capture_default_str();
   app.add_option("--top-k", sc.top_k, "0 = off")->capture_default_str();
   app.add_option("--top-p", sc.top_p, "1 = off")->check(cli::finite_float())->capture_default_str();
+  app.add_option("--min-p", sc.min_p, "0 = off")->check(cli::finite_float())->capture_default_str();
   app.add_option("--repetition-penalty", sc.repetition_penalty, "1 = off")
       ->check(cli::finite_float())
       ->capture_default_str();
