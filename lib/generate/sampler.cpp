@@ -179,6 +179,34 @@ int32_t argmax(std::span<const float> scores) {
   return best;
 }
 
+int32_t Sampler::draw(std::span<const float> final_scores, std::span<const double> probs, float* u_out) {
+  std::vector<int32_t> order;
+  for (int32_t i = 0; i < static_cast<int32_t>(final_scores.size()); ++i)
+    if (is_kept(final_scores[i])) order.push_back(i);
+  if (order.empty()) throw std::runtime_error("Sampler::sample: no token has a finite processed score");
+  const double ud = static_cast<double>(rng_() >> 11) * 0x1p-53;  // [0, 1), 53 random bits
+  float u = static_cast<float>(ud);
+  if (u >= 1.0f) u = std::nextafter(1.0f, 0.0f);  // rounding to float32 may reach 1
+  if (u_out) *u_out = u;
+  // inverse CDF over the survivors in descending probability (= descending score; ties by
+  // lower id), deciding with the value the audit records; the last survivor if rounding leaves
+  // u above the total
+  const double uu = static_cast<double>(u);
+  double cum = 0.0;
+  int32_t chosen = -1;
+  visit_in_order(
+      order,
+      [&](int32_t a, int32_t b) {
+        return final_scores[a] != final_scores[b] ? final_scores[a] > final_scores[b] : a < b;
+      },
+      [&](int32_t id) {
+        chosen = id;
+        cum += probs[id];
+        return cum > uu;
+      });
+  return chosen;
+}
+
 Sampler::Sampler(SamplingConfig cfg) : cfg_(cfg), rng_(cfg.seed) { validate(cfg_); }
 
 int32_t Sampler::sample(const float* logits, int V, const std::vector<int32_t>& context, SampleAudit* audit) {
@@ -199,29 +227,7 @@ int32_t Sampler::sample(const float* logits, int V, const std::vector<int32_t>& 
   if (!cfg_.do_sample) {
     chosen = argmax(final_scores);
   } else {
-    if (survivors == 0) throw std::runtime_error("Sampler::sample: no token has a finite processed score");
-    const double ud = static_cast<double>(rng_() >> 11) * 0x1p-53;  // [0, 1), 53 random bits
-    u = static_cast<float>(ud);
-    if (u >= 1.0f) u = std::nextafter(1.0f, 0.0f);  // rounding to float32 may reach 1
-    std::vector<int32_t> order;
-    order.reserve(static_cast<size_t>(survivors));
-    for (int32_t i = 0; i < V; ++i)
-      if (is_kept(final_scores[i])) order.push_back(i);
-    // inverse CDF over the survivors in descending probability (= descending score; ties by
-    // lower id), deciding with the value the audit records; the last survivor if rounding leaves
-    // u above the total
-    const double uu = static_cast<double>(u);
-    double cum = 0.0;
-    visit_in_order(
-        order,
-        [&](int32_t a, int32_t b) {
-          return final_scores[a] != final_scores[b] ? final_scores[a] > final_scores[b] : a < b;
-        },
-        [&](int32_t id) {
-          chosen = id;
-          cum += probs[id];
-          return cum > uu;
-        });
+    chosen = draw(final_scores, probs, &u);
   }
 
   if (audit != nullptr) {

@@ -120,6 +120,11 @@ class Sampler {  // one per generation; rows are sampled in order from ONE seede
   // rounding leaves u above the total).
   int32_t sample(const float* logits, int V, const std::vector<int32_t>& context, SampleAudit* audit /*nullable*/);
 
+  // One sampling-mode draw from already processed scores (process_scores(...).final_scores())
+  // and their softmax, as sample() does it; consumes one 64-bit draw; *u (nullable) receives
+  // the uniform value used. lmscope-sample draws many times from one distribution with it.
+  int32_t draw(std::span<const float> final_scores, std::span<const double> probs, float* u);
+
   const SamplingConfig& config() const { return cfg_; }
 
  private:
