@@ -22,8 +22,8 @@ const char* stop_reason_name(StopReason r);   // "", "eos", "stop_string", "max_
 // matches. The token that completes the string is kept, as in HF.
 class StopStringMatcher {
  public:
-  // Throws std::invalid_argument for an empty string (HF would stop on every token? it raises
-  // on an empty list and never matches ""; we refuse it). rows: the row ids so far.
+  // Throws std::invalid_argument for an empty string (HF accepts "" and stops every row after
+  // its first token; a user never means that). rows: each row's ids so far, pads included.
   StopStringMatcher(std::vector<std::string> strings, std::function<std::string(int32_t)> token_bytes,
                     const std::vector<std::vector<int32_t>>& rows);
   // Appends `token` to row `row`; true when a stop string ends inside it.

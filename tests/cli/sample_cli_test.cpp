@@ -85,6 +85,8 @@ TEST(SampleCli, BadSamplingOptionsAreUsageErrors) {
     expect_usage_error(tool("lmscope-trace", trace + c.opts), "lmscope-trace", c.needles);
     expect_usage_error(tool("lmscope-sample", kModel + c.opts), "lmscope-sample", c.needles);
   }
+  expect_usage_error(tool("lmscope-trace", trace + "--stop ''"), "lmscope-trace", {"--stop", "empty"});
+  expect_usage_error(tool("lmscope-trace", trace + "--stop 'a\\q'"), "lmscope-trace", {"--stop", "unknown escape"});
   expect_usage_error(tool("lmscope-sample", kModel + "--sweep 0.5,0"), "lmscope-sample", {"--sweep", "'0'"});
   expect_usage_error(tool("lmscope-sample", kModel + "--sweep 0.5,,1"), "lmscope-sample", {"--sweep"});
   expect_usage_error(tool("lmscope-sample", kModel + "--draws 0"), "lmscope-sample", {"--draws"});
