@@ -29,7 +29,8 @@ __all__ = ["Trace", "HookValue", "TL_NAMES", "TL_NOTES", "tl_name"]
 __version__ = "0.1.0"
 
 FORMAT = "lmscope-trace"
-JSON_ATTRS = ("config_json", "prompts", "missing_hooks")   # root attributes holding JSON text
+# root attributes holding JSON text
+JSON_ATTRS = ("config_json", "prompts", "missing_hooks", "eos_token_ids", "stop_strings", "stop_reasons")
 _STEP_RE = re.compile(r"^step_(\d+)$")
 
 
@@ -210,8 +211,9 @@ class Trace:
     # ---- root ----------------------------------------------------------------------------
     @property
     def attrs(self) -> dict:
-        """Root attributes as plain Python; config_json, prompts and missing_hooks parsed
-        from their JSON text; arrays (gqa_map) stay numpy arrays."""
+        """Root attributes as plain Python; the JSON ones (config_json, prompts, missing_hooks,
+        eos_token_ids, stop_strings, stop_reasons) parsed from their text; arrays (gqa_map) stay
+        numpy arrays."""
         if self._attrs is None:
             out = {}
             for k, v in self._f.attrs.items():

@@ -13,6 +13,7 @@
 #include "tokenizer/decoder.h"
 #include "tools/cli_common.h"
 #include "tools/model_args.h"
+#include "tools/sampling_args.h"
 
 using namespace lmscope;
 
@@ -27,18 +28,14 @@ int main(int argc, char** argv) {
   app.add_option("--padding-side", padding, "left or right")->capture_default_str();
   app.add_option("--max-new-tokens", max_new, "tokens to generate")->capture_default_str();
   app.add_flag("--no-cache", no_cache, "recompute the whole sequence every step (HF use_cache=False)");
-  app.add_flag("--do-sample", sc.do_sample, "sample instead of greedy");
-  app.add_option("--temperature", sc.temperature)->check(cli::finite_float())->capture_default_str();
-  app.add_option("--top-k", sc.top_k, "0 = off")->capture_default_str();
-  app.add_option("--top-p", sc.top_p, "1 = off")->check(cli::finite_float())->capture_default_str();
-  app.add_option("--repetition-penalty", sc.repetition_penalty, "1 = off")
-      ->check(cli::finite_float())
-      ->capture_default_str();
-  app.add_option("--seed", sc.seed, "0 .. 2^64-1")
-      ->check(CLI::Validator(
-          [](std::string& s) { return s.find('-') == std::string::npos ? std::string() : "a seed must not be negative"; },
-          "NONNEGATIVE"))
-      ->capture_default_str();
+  cli::add_sampling_options(app, sc, /*with_do_sample=*/true);
+  std::vector<std::string> stop_args, stop_strings;
+  std::string eos_ids;
+  app.add_option("--eos-ids", eos_ids,
+                 "the ids that finish a row, e.g. 2,0 (HF eos_token_id list; default: generation_config.json, "
+                 "else config.json or the GGUF metadata)");
+  app.add_option("--stop", stop_args,
+                 "stop a row when this text is generated (HF stop_strings; \\n, \\t, \\r, \\\\ escapes; repeat for more)");
   app.add_option("--audit-top", audit_top, "candidates kept in the sampling audit")->capture_default_str();
   app.add_option("--hooks", hooks, "comma-separated globs of hook names (docs/hooks.md)")->capture_default_str();
   app.add_option("--layers", layers, "layer ranges for layers.*, kv.* and lens.* hooks, e.g. 0-3,7");
@@ -68,6 +65,13 @@ int main(int argc, char** argv) {
     if (!app.count("--hooks")) hooks.clear();   // --lens alone: only the lens and the tokens
     hooks += (hooks.empty() ? "" : ",") + std::string("tokens.*,lens.layers.*.topk_ids,lens.layers.*.topk_probs");
   }
+  sc.audit_top = audit_top;
+  if (auto code = cli::check_sampling("lmscope-trace", sc)) return *code;
+  try {
+    for (const std::string& a : stop_args) stop_strings.push_back(cli::parse_stop_string(a));
+  } catch (const std::invalid_argument& e) {
+    return cli::usage_error("lmscope-trace", e.what());
+  }
 
   return cli::run_tool("lmscope-trace", [&] {
     using clock = std::chrono::steady_clock;
@@ -96,7 +100,15 @@ int main(int argc, char** argv) {
     sc.audit_top = audit_top;
     opt.sampling = sc;
     opt.pad_id = tm->special.pad_id;
-    opt.eos_ids = tm->special.eos_ids;
+    opt.eos_ids = app.count("--eos-ids") ? cli::parse_ids(eos_ids, "--eos-ids") : tm->special.eos_ids;
+    opt.stop_strings = stop_strings;
+    if (!stop_strings.empty()) {
+      if (!tm->tokenizer) throw std::runtime_error("--stop needs the model's tokenizer (none beside '" + margs.model + "')");
+      const tok::Tokenizer* tk = &*tm->tokenizer;
+      opt.token_bytes = [tk](int32_t id) {
+        return id >= 0 && id < tk->vocab_size() ? tk->token_bytes(id) : std::string();   // a padded-vocab id: no text
+      };
+    }
     // One prompt with a tokenizer: stream the answer as it is generated (never half a UTF-8
     // character). Otherwise a progress line.
     const tok::Tokenizer* tokenizer = tm->tokenizer ? &*tm->tokenizer : nullptr;
@@ -165,6 +177,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "lmscope-trace: warning: requested hook '%s' never fired\n", m.c_str());
     for (size_t b = 0; b < res.new_tokens.size(); ++b) {
       std::printf("row %zu: %s\n", b, cli::join_ids(res.new_tokens[b]).c_str());
+      std::printf("row %zu stop: %s\n", b, stop_reason_name(res.stop_reasons[b]));
       if (tokenizer && !stream) std::printf("row %zu text: %s\n", b, tokenizer->decode(res.new_tokens[b], true).c_str());
     }
     std::fflush(stdout);

@@ -56,6 +56,9 @@ TracedRun run_traced(const ModelContext& m, const GenerateOptions& opt, const Ho
   r.pad_token_id = opt.pad_id;
   for (int h = 0; h < cfg.num_heads; ++h) r.gqa_map.push_back(h / cfg.kv_group());
   r.generated_ids = run.new_tokens;
+  r.eos_token_ids = opt.eos_ids;
+  r.stop_strings = opt.stop_strings;
+  for (StopReason s : run.stop_reasons) r.stop_reasons.push_back(stop_reason_name(s));
   r.missing_hooks = run.missing_hooks;
   if (m.tokenizer)
     r.write_tokenizer_row = [&](TraceWriter& w, int row) {

@@ -370,11 +370,11 @@ std::string Stepper::page_sampling() const {
   const SamplingConfig& c = opt_.sampling;
   if (c.do_sample)
     o << "sampling: repetition penalty " << c.repetition_penalty << ", temperature " << c.temperature << ", top-k "
-      << c.top_k << (c.top_k == 0 ? " (off)" : "") << ", top-p " << c.top_p << (c.top_p >= 1 ? " (off)" : "")
-      << ", seed " << c.seed << "\n";
+      << c.top_k << (c.top_k == 0 ? " (off)" : "")  << ", top-p " << c.top_p << (c.top_p >= 1 ? " (off)" : "")
+      << ", min-p " << c.min_p << (c.min_p <= 0 ? " (off)" : "") << ", seed " << c.seed << "\n";
   else
     o << "greedy: the argmax after the repetition penalty (" << c.repetition_penalty
-      << "); no temperature, top-k or top-p (HF applies them only when sampling)\n";
+      << "); no temperature, top-k, top-p or min-p (HF applies them only when sampling)\n";
   const int64_t B = cand->shape[0], N = cand->shape[1];
   for (int64_t b = 0; b < B; ++b) {
     o << "row " << b << ":  id      token              raw      penalized  scaled    prob     kept\n";

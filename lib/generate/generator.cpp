@@ -55,7 +55,10 @@ GenerateResult generate(Decoder& decoder, const GenerateOptions& opt, Trace* tra
                                                                                           : LogitsFor::LastPosition;
   GenerateResult res;
   res.new_tokens.assign(B, {});
+  res.stop_reasons.assign(size_t(B), StopReason::None);
   std::vector<char> finished(B, 0);
+  std::unique_ptr<StopStringMatcher> stops;
+  if (!opt.stop_strings.empty()) stops = std::make_unique<StopStringMatcher>(opt.stop_strings, opt.token_bytes, batch.ids);
 
   for (int step = 0; step < opt.max_new_tokens; ++step) {
     const StepContext ctx{step, P, cache.get()};
@@ -81,7 +84,11 @@ GenerateResult generate(Decoder& decoder, const GenerateOptions& opt, Trace* tra
       if (policy.accept_token) tok = policy.accept_token(b, step, tok);
       audits[b].chosen = next[b] = tok;
       next_pos[b] = site.position + 1;
-      if (is_eos(opt.eos_ids, tok)) finished[b] = 1;
+      const bool stop_string = stops && stops->push(size_t(b), tok);   // HF checks every row, finished or not
+      if (!finished[b] && (is_eos(opt.eos_ids, tok) || stop_string)) {
+        finished[b] = 1;
+        res.stop_reasons[size_t(b)] = is_eos(opt.eos_ids, tok) ? StopReason::Eos : StopReason::StopString;
+      }
     }
     if (trace) offer_sample_audit(*trace, audits, finished, opt.sampling);
     batch.append(next, next_pos);
@@ -90,6 +97,8 @@ GenerateResult generate(Decoder& decoder, const GenerateOptions& opt, Trace* tra
     if (opt.on_step) opt.on_step(step, next);
     if (std::all_of(finished.begin(), finished.end(), [](char f) { return f != 0; })) break;
   }
+  for (StopReason& r : res.stop_reasons)
+    if (r == StopReason::None) r = StopReason::MaxNewTokens;
   if (cache) res.kv_bytes = cache->bytes();
   return res;
 }

@@ -45,6 +45,7 @@ void offer_sample_audit(Trace& trace, const std::vector<SampleAudit>& audits, co
     w->set_step_group_attr("sample", "temperature", double(cfg.temperature));
     w->set_step_group_attr("sample", "top_k", int64_t(cfg.top_k));
     w->set_step_group_attr("sample", "top_p", double(cfg.top_p));
+    w->set_step_group_attr("sample", "min_p", double(cfg.min_p));
     w->set_step_group_attr("sample", "repetition_penalty", double(cfg.repetition_penalty));
     w->set_step_group_attr("sample", "seed", int64_t(cfg.seed));
   }

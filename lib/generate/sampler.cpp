@@ -39,6 +39,8 @@ void validate(const SamplingConfig& cfg) {
   if (cfg.top_k < 0) throw std::invalid_argument("top_k must be >= 0 (0 = off), got " + std::to_string(cfg.top_k));
   if (!(cfg.top_p >= 0.0f && cfg.top_p <= 1.0f))
     throw std::invalid_argument("top_p must be in [0, 1], got " + std::to_string(cfg.top_p));
+  if (!(cfg.min_p >= 0.0f && cfg.min_p <= 1.0f))
+    throw std::invalid_argument("min_p must be in [0, 1] (0 = off), got " + std::to_string(cfg.min_p));
   if (cfg.do_sample && !(cfg.temperature > 0.0f))
     throw std::invalid_argument("temperature must be > 0 when sampling, got " + std::to_string(cfg.temperature) +
                                 " (use greedy decoding instead of temperature 0)");
@@ -116,6 +118,41 @@ void top_p_filter(std::span<float> scores, float top_p, int min_tokens_to_keep) 
     if (!survive[i]) scores[i] = kNegInf;
 }
 
+void min_p_filter(std::span<float> scores, float min_p, int min_tokens_to_keep) {
+  if (!(min_p > 0.0f) || scores.empty()) return;
+  const std::vector<double> p = softmax(scores);
+  std::vector<float> pf(p.size());
+  for (size_t i = 0; i < p.size(); ++i) pf[i] = static_cast<float>(p[i]);  // torch: float32 softmax
+  const float threshold = min_p * *std::max_element(pf.begin(), pf.end());  // float32 product, as torch
+  // HF keeps the min_tokens_to_keep most probable (torch.topk) whatever the threshold; with
+  // min_p <= 1 the best token always passes, so only min_tokens_to_keep > 1 can matter here.
+  std::vector<int32_t> order(scores.size());
+  std::iota(order.begin(), order.end(), 0);
+  const size_t keep = std::min(static_cast<size_t>(std::max(min_tokens_to_keep, 0)), order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(),
+                    [&](int32_t a, int32_t b) { return pf[a] != pf[b] ? pf[a] > pf[b] : a < b; });
+  std::vector<char> protect(scores.size(), 0);
+  for (size_t j = 0; j < keep; ++j) protect[order[j]] = 1;
+  for (size_t i = 0; i < scores.size(); ++i)
+    if (!protect[i] && pf[i] < threshold) scores[i] = kNegInf;
+}
+
+ScoreStages process_scores(std::span<const float> raw, std::span<const int32_t> context, const SamplingConfig& cfg) {
+  ScoreStages s;
+  s.raw.assign(raw.begin(), raw.end());
+  s.penalized = s.raw;
+  if (cfg.repetition_penalty != 1.0f) apply_repetition_penalty(s.penalized, context, cfg.repetition_penalty);
+  s.scaled = s.penalized;
+  if (cfg.do_sample && cfg.temperature != 1.0f) apply_temperature(s.scaled, cfg.temperature);
+  s.top_k = s.scaled;
+  if (cfg.do_sample && cfg.top_k != 0) top_k_filter(s.top_k, cfg.top_k);
+  s.top_p = s.top_k;
+  if (cfg.do_sample && cfg.top_p < 1.0f) top_p_filter(s.top_p, cfg.top_p);
+  s.min_p = s.top_p;
+  if (cfg.do_sample && cfg.min_p > 0.0f) min_p_filter(s.min_p, cfg.min_p);
+  return s;
+}
+
 std::vector<double> softmax(std::span<const float> scores) {
   std::vector<double> p(scores.size(), 0.0);
   double m = -std::numeric_limits<double>::infinity();
@@ -142,25 +179,44 @@ int32_t argmax(std::span<const float> scores) {
   return best;
 }
 
+int32_t Sampler::draw(std::span<const float> final_scores, std::span<const double> probs, float* u_out) {
+  std::vector<int32_t> order;
+  for (int32_t i = 0; i < static_cast<int32_t>(final_scores.size()); ++i)
+    if (is_kept(final_scores[i])) order.push_back(i);
+  if (order.empty()) throw std::runtime_error("Sampler::sample: no token has a finite processed score");
+  const double ud = static_cast<double>(rng_() >> 11) * 0x1p-53;  // [0, 1), 53 random bits
+  float u = static_cast<float>(ud);
+  if (u >= 1.0f) u = std::nextafter(1.0f, 0.0f);  // rounding to float32 may reach 1
+  if (u_out) *u_out = u;
+  // inverse CDF over the survivors in descending probability (= descending score; ties by
+  // lower id), deciding with the value the audit records; the last survivor if rounding leaves
+  // u above the total
+  const double uu = static_cast<double>(u);
+  double cum = 0.0;
+  int32_t chosen = -1;
+  visit_in_order(
+      order,
+      [&](int32_t a, int32_t b) {
+        return final_scores[a] != final_scores[b] ? final_scores[a] > final_scores[b] : a < b;
+      },
+      [&](int32_t id) {
+        chosen = id;
+        cum += probs[id];
+        return cum > uu;
+      });
+  return chosen;
+}
+
 Sampler::Sampler(SamplingConfig cfg) : cfg_(cfg), rng_(cfg.seed) { validate(cfg_); }
 
 int32_t Sampler::sample(const float* logits, int V, const std::vector<int32_t>& context, SampleAudit* audit) {
   if (V <= 0 || logits == nullptr) throw std::invalid_argument("Sampler::sample: empty logits");
   const std::span<const float> raw(logits, static_cast<size_t>(V));
 
-  std::vector<float> penalized(raw.begin(), raw.end());
-  if (cfg_.repetition_penalty != 1.0f) apply_repetition_penalty(penalized, context, cfg_.repetition_penalty);
-
-  std::vector<float> scaled = penalized;
-  std::vector<float> final_scores;  // after every processor; -inf = cut
-  if (cfg_.do_sample) {
-    if (cfg_.temperature != 1.0f) apply_temperature(scaled, cfg_.temperature);
-    final_scores = scaled;
-    if (cfg_.top_k != 0) top_k_filter(final_scores, cfg_.top_k);
-    if (cfg_.top_p < 1.0f) top_p_filter(final_scores, cfg_.top_p);
-  } else {
-    final_scores = scaled;
-  }
+  const ScoreStages stages = process_scores(raw, context, cfg_);
+  const std::vector<float>& penalized = stages.penalized;
+  const std::vector<float>& scaled = stages.scaled;
+  const std::vector<float>& final_scores = stages.final_scores();  // after every processor; -inf = cut
 
   const std::vector<double> probs = softmax(final_scores);
   int32_t survivors = 0;
@@ -171,29 +227,7 @@ int32_t Sampler::sample(const float* logits, int V, const std::vector<int32_t>& 
   if (!cfg_.do_sample) {
     chosen = argmax(final_scores);
   } else {
-    if (survivors == 0) throw std::runtime_error("Sampler::sample: no token has a finite processed score");
-    const double ud = static_cast<double>(rng_() >> 11) * 0x1p-53;  // [0, 1), 53 random bits
-    u = static_cast<float>(ud);
-    if (u >= 1.0f) u = std::nextafter(1.0f, 0.0f);  // rounding to float32 may reach 1
-    std::vector<int32_t> order;
-    order.reserve(static_cast<size_t>(survivors));
-    for (int32_t i = 0; i < V; ++i)
-      if (is_kept(final_scores[i])) order.push_back(i);
-    // inverse CDF over the survivors in descending probability (= descending score; ties by
-    // lower id), deciding with the value the audit records; the last survivor if rounding leaves
-    // u above the total
-    const double uu = static_cast<double>(u);
-    double cum = 0.0;
-    visit_in_order(
-        order,
-        [&](int32_t a, int32_t b) {
-          return final_scores[a] != final_scores[b] ? final_scores[a] > final_scores[b] : a < b;
-        },
-        [&](int32_t id) {
-          chosen = id;
-          cum += probs[id];
-          return cum > uu;
-        });
+    chosen = draw(final_scores, probs, &u);
   }
 
   if (audit != nullptr) {

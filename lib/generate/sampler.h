@@ -8,6 +8,7 @@
 //   TemperatureLogitsWarper            if temperature != 1
 //   TopKLogitsWarper                   if top_k != 0
 //   TopPLogitsWarper                   if top_p < 1
+//   MinPLogitsWarper                   if min_p is set (here: min_p > 0; min_p = 0 removes nothing)
 //
 // Greedy decoding is torch.argmax of the processed scores (the first index on ties). Sampling
 // uses our own RNG: we cannot reproduce torch.multinomial's random stream, but the uniform draw,
@@ -30,13 +31,15 @@ struct SamplingConfig {
   float temperature = 1.0f;         // applied only when do_sample (HF: warpers only in sampling mode)
   int top_k = 0;                    // 0 = off
   float top_p = 1.0f;               // 1 = off
+  float min_p = 0.0f;               // 0 = off (HF: None; min_p = 0 removes nothing either)
   float repetition_penalty = 1.0f;  // 1 = off; applies in greedy too (a processor, not a warper)
   uint64_t seed = 0;
   int audit_top = 10;               // N candidates kept in the audit (clamped to [1, V])
 };
 
 // Throws std::invalid_argument on settings HF rejects: repetition_penalty <= 0, top_k < 0,
-// top_p outside [0, 1], and (only when do_sample) temperature <= 0. audit_top < 1 is rejected.
+// top_p or min_p outside [0, 1] (or NaN), and (only when do_sample) temperature <= 0 or NaN.
+// audit_top < 1 is rejected. top_p = 0 is accepted, as HF does: it keeps only the best token.
 void validate(const SamplingConfig& cfg);
 
 struct SampleAudit {                   // docs/trace-format.md sample.*
@@ -45,7 +48,7 @@ struct SampleAudit {                   // docs/trace-format.md sample.*
                                        // their scaled score; ties by lower id); the chosen id
                                        // replaces the last one if it is absent
   std::vector<float> raw, penalized, scaled, probs;  // [N]
-  std::vector<int32_t> kept;           // [N] 1 if survived top-k/top-p
+  std::vector<int32_t> kept;           // [N] 1 if survived top-k/top-p/min-p
   int32_t survivors = 0;               // size of the survivor set
   float u = -1.0f;                     // uniform draw in [0,1), -1 when greedy
   int32_t chosen = -1;
@@ -76,6 +79,22 @@ void top_k_filter(std::span<float> scores, int top_k, int min_tokens_to_keep = 1
 // top_p >= 1 is a no-op (HF does not add the warper then).
 void top_p_filter(std::span<float> scores, float top_p, int min_tokens_to_keep = 1);
 
+// MinPLogitsWarper: p = softmax(scores) (cut tokens: 0); tokens with p < min_p * max(p) become
+// -inf, except the min_tokens_to_keep most probable. Rounding follows torch: p rounded to
+// float32, the threshold float32(min_p) * float32(max p) in float32. min_p <= 0 is a no-op.
+void min_p_filter(std::span<float> scores, float min_p, int min_tokens_to_keep = 1);
+
+// The scores after each processor of the chain, in HF's order (each a full [V] copy). The
+// warpers (temperature, top-k, top-p, min-p) run only when do_sample, as in HF; in greedy mode
+// every later stage equals `penalized`. -inf marks a cut token.
+struct ScoreStages {
+  std::vector<float> raw, penalized, scaled, top_k, top_p, min_p;
+  const std::vector<float>& final_scores() const { return min_p; }
+};
+
+// Runs the processor chain of `cfg` over one row of logits; `context` feeds the penalty.
+ScoreStages process_scores(std::span<const float> raw, std::span<const int32_t> context, const SamplingConfig& cfg);
+
 // Softmax over `scores` in double with max subtraction; -inf scores get probability 0.
 // All -inf (or empty) input gives all zeros.
 std::vector<double> softmax(std::span<const float> scores);
@@ -100,6 +119,11 @@ class Sampler {  // one per generation; rows are sampled in order from ONE seede
   // id); the first whose cumulative probability exceeds u is chosen (the last survivor if
   // rounding leaves u above the total).
   int32_t sample(const float* logits, int V, const std::vector<int32_t>& context, SampleAudit* audit /*nullable*/);
+
+  // One sampling-mode draw from already processed scores (process_scores(...).final_scores())
+  // and their softmax, as sample() does it; consumes one 64-bit draw; *u (nullable) receives
+  // the uniform value used. lmscope-sample draws many times from one distribution with it.
+  int32_t draw(std::span<const float> final_scores, std::span<const double> probs, float* u);
 
   const SamplingConfig& config() const { return cfg_; }
 

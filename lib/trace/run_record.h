@@ -25,6 +25,9 @@ struct RunRecord {
   int32_t pad_token_id = 0;
   std::vector<int32_t> gqa_map;                // KV head serving each query head
   std::vector<std::vector<int32_t>> generated_ids;   // [B][steps]
+  std::vector<int32_t> eos_token_ids;          // the ids that finish a row
+  std::vector<std::string> stop_strings;       // HF stop_strings (may be empty)
+  std::vector<std::string> stop_reasons;       // [B] "eos", "stop_string" or "max_new_tokens"
   std::vector<std::string> missing_hooks;      // requested, never fired
   // Writes /tokenizer/row_<row> for a prompt whose text is known (null: no tokenizer group).
   std::function<void(TraceWriter& w, int row)> write_tokenizer_row;

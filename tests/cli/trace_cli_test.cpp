@@ -10,6 +10,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "tests/cli/cli_test_util.h"
 #include "tests/test_util.h"
 #include "tokenizer/ids_text.h"
 
@@ -183,22 +184,6 @@ TEST(TraceCli, StepRowOutsideTheBatch) {
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
 
-namespace {
-
-// A usage error: one line "<tool>: error: ... (see --help)", exit code 2.
-void expect_usage_error(const lmscope::testing_util::CliRun& r, const std::string& tool,
-                        const std::vector<std::string>& needles) {
-  EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_EQ(r.err.rfind(tool + ": error: ", 0), 0u) << r.err;
-  for (const std::string& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "missing '" << n << "' in: " << r.err;
-}
-
-lmscope::testing_util::CliRun tool(const std::string& name, const std::string& args) {
-  return lmscope::testing_util::run_cli(kBin + "/" + name + " " + args);
-}
-
-}  // namespace
 
 TEST(TraceCli, OptionConversionErrorsAreOneUsageLine) {
   // Were two lines without the tool's name, exit 104/105.

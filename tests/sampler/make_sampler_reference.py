@@ -12,8 +12,9 @@ For every case it applies, in the order of `GenerationMixin._get_logits_processo
     RepetitionPenaltyLogitsProcessor (if penalty != 1)                         -> "penalized"
     TemperatureLogitsWarper (if temperature != 1)                               -> "scaled"
     TopKLogitsWarper (if top_k != 0)
-    TopPLogitsWarper (if top_p < 1)                                             -> "survivors"
-and also each filter on its own applied to "scaled" ("top_k_only", "top_p_only"), the softmax of
+    TopPLogitsWarper (if top_p < 1)
+    MinPLogitsWarper (if min_p > 0)                                             -> "survivors"
+and also each filter on its own applied to "scaled" ("top_k_only", "top_p_only", "min_p_only"), the softmax of
 the fully processed scores ("probs", 0 for filtered tokens) and the greedy choice
 (torch.argmax of "penalized", which is what greedy decoding selects).
 
@@ -31,6 +32,7 @@ from transformers.generation.logits_process import (
     TemperatureLogitsWarper,
     TopKLogitsWarper,
     TopPLogitsWarper,
+    MinPLogitsWarper,
 )
 
 
@@ -42,7 +44,7 @@ def survivors_of(t):
     return [int(i) for i in torch.nonzero(torch.isfinite(t.reshape(-1))).reshape(-1).tolist()]
 
 
-def run_case(name, logits, context, penalty=1.0, temperature=1.0, top_k=0, top_p=1.0, note=""):
+def run_case(name, logits, context, penalty=1.0, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, note=""):
     scores = torch.tensor([logits], dtype=torch.float32)
     V = scores.shape[-1]
     ids = torch.tensor([context if context else []], dtype=torch.long).reshape(1, -1)
@@ -63,6 +65,10 @@ def run_case(name, logits, context, penalty=1.0, temperature=1.0, top_k=0, top_p
     if top_p < 1.0:
         top_p_only = survivors_of(TopPLogitsWarper(float(top_p))(ids, scaled.clone()))
         final = TopPLogitsWarper(float(top_p))(ids, final)
+    min_p_only = None
+    if min_p > 0.0:
+        min_p_only = survivors_of(MinPLogitsWarper(float(min_p))(ids, scaled.clone()))
+        final = MinPLogitsWarper(float(min_p))(ids, final)
     probs = torch.nn.functional.softmax(final, dim=-1)
 
     return {
@@ -75,10 +81,12 @@ def run_case(name, logits, context, penalty=1.0, temperature=1.0, top_k=0, top_p
         "temperature": temperature,
         "top_k": top_k,
         "top_p": top_p,
+        "min_p": min_p,
         "penalized": f32list(penalized),
         "scaled": f32list(scaled),
         "top_k_only": top_k_only,
         "top_p_only": top_p_only,
+        "min_p_only": min_p_only,
         "survivors": survivors_of(final),
         "probs": f32list(probs),
         "greedy": int(torch.argmax(penalized, dim=-1).item()),
@@ -149,6 +157,20 @@ def main():
         "full_chain_top_k_ties", [3.0, 3.0, 2.0, 2.0, 2.0, 1.0, -1.0, 0.0, 2.0, -2.0], [0, 9],
         penalty=1.5, temperature=0.5, top_k=3, top_p=0.95))
 
+    cases.append(run_case(
+        "top_p_0", base, [], top_p=0.0,
+        note="HF accepts top_p = 0: every cumulative probability is <= 1, so only the best token stays"))
+    cases.append(run_case("min_p_0_1", base, [], min_p=0.1,
+                          note="tokens below 0.1 x the best token's probability are cut"))
+    cases.append(run_case("min_p_0_5_temperature", base, [], temperature=0.5, min_p=0.5,
+                          note="min-p runs after temperature (HF's order), so a low temperature cuts more"))
+    cases.append(run_case("min_p_1", [1.0, 3.0, 3.0, 2.0, -1.0], [], min_p=1.0,
+                          note="min_p = 1 keeps the tokens tied with the best"))
+    cases.append(run_case("min_p_after_top_k", base, [1, 2], penalty=1.2, top_k=5, min_p=0.3,
+                          note="min-p measures against the survivors of top-k (renormalized)"))
+    cases.append(run_case("min_p_float32_boundary", [0.0, -0.6931471805599453, 0.0, -2.302585092994046], [],
+                          min_p=0.5, note="p = max/2 exactly (up to float32): kept unless below the float32 threshold"))
+
     # a bigger, random vector (seeded); no exact ties are expected among float32 normals
     rng = np.random.default_rng(1234)
     big = (rng.standard_normal(600) * 3.0).astype(np.float32).tolist()
@@ -156,6 +178,7 @@ def main():
     cases.append(run_case("random_600_full", big, ctx, penalty=1.3, temperature=0.7, top_k=50, top_p=0.9))
     cases.append(run_case("random_600_top_p_only", big, [], temperature=1.2, top_p=0.6))
     cases.append(run_case("random_600_top_k_only", big, ctx, penalty=1.05, top_k=40))
+    cases.append(run_case("random_600_min_p", big, ctx, penalty=1.1, temperature=0.8, top_p=0.95, min_p=0.05))
 
     out = {
         "generator": "tests/sampler/make_sampler_reference.py",

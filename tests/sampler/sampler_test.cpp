@@ -57,6 +57,7 @@ TEST(SamplerHF, ProcessorsMatchTransformers) {
     const float temperature = c["temperature"].get<float>();
     const int top_k = c["top_k"].get<int>();
     const float top_p = c["top_p"].get<float>();
+    const float min_p = c["min_p"].get<float>();
     const int V = c["vocab"].get<int>();
     ASSERT_EQ(static_cast<int>(logits.size()), V);
 
@@ -87,9 +88,16 @@ TEST(SamplerHF, ProcessorsMatchTransformers) {
       EXPECT_EQ(finite_ids(s), c["top_p_only"].get<std::vector<int32_t>>()) << "top-p alone";
     }
 
+    if (!c["min_p_only"].is_null()) {
+      std::vector<float> s = scaled;
+      min_p_filter(s, min_p);
+      EXPECT_EQ(finite_ids(s), c["min_p_only"].get<std::vector<int32_t>>()) << "min-p alone";
+    }
+
     std::vector<float> fin = scaled;
     if (top_k != 0) top_k_filter(fin, top_k);
     if (top_p < 1.0f) top_p_filter(fin, top_p);
+    if (min_p > 0.0f) min_p_filter(fin, min_p);
     const auto ref_survivors = c["survivors"].get<std::vector<int32_t>>();
     EXPECT_EQ(finite_ids(fin), ref_survivors) << "full chain";
     const auto p = softmax(fin);
@@ -104,8 +112,13 @@ TEST(SamplerHF, ProcessorsMatchTransformers) {
     cfg.temperature = temperature;
     cfg.top_k = top_k;
     cfg.top_p = top_p;
+    cfg.min_p = min_p;
     cfg.repetition_penalty = penalty;
     cfg.seed = 7;
+    // process_scores (what lmscope-sample shows) runs the same chain
+    const ScoreStages st = process_scores(logits, context, cfg);
+    EXPECT_EQ(finite_ids(st.final_scores()), ref_survivors) << "process_scores";
+    expect_close(st.scaled, ref_scaled, "process_scores scaled");
     cfg.audit_top = V;
     Sampler sampler(cfg);
     SampleAudit a;
@@ -191,6 +204,18 @@ TEST(SamplerProcessors, TopPTiesRemoveLowerIdsFirst) {
   EXPECT_EQ(finite_ids(s), (std::vector<int32_t>{7, 8, 9}));
 }
 
+TEST(SamplerProcessors, MinPKeepsTheBestAndMinTokensToKeep) {
+  std::vector<float> s = {0.0f, 5.0f, 0.0f, -kInf};
+  min_p_filter(s, 1.0f);  // only the best passes p >= 1 * max p
+  EXPECT_EQ(finite_ids(s), (std::vector<int32_t>{1}));
+  s = {0.0f, 5.0f, 0.1f, -kInf};
+  min_p_filter(s, 1.0f, 2);  // HF's min_tokens_to_keep: the two most probable stay
+  EXPECT_EQ(finite_ids(s), (std::vector<int32_t>{1, 2}));
+  s = {0.0f, 5.0f};
+  min_p_filter(s, 0.0f);  // 0 = off
+  EXPECT_EQ(finite_ids(s), (std::vector<int32_t>{0, 1}));
+}
+
 TEST(SamplerProcessors, SoftmaxAndArgmax) {
   const std::vector<float> s = {1000.0f, 1000.0f, -kInf, 999.0f};
   const auto p = softmax(s);
@@ -219,6 +244,24 @@ TEST(SamplerConfigTest, ValidateRejectsWhatHFRejects) {
   EXPECT_THROW(Sampler{c}, std::invalid_argument);
   c.do_sample = false;  // greedy ignores the temperature, as HF
   EXPECT_NO_THROW(Sampler{c});
+  c = {};
+  c.min_p = 2.0f;  // HF MinPLogitsWarper: min_p must be in [0, 1]
+  EXPECT_THROW(Sampler{c}, std::invalid_argument);
+  c.min_p = -0.1f;
+  EXPECT_THROW(Sampler{c}, std::invalid_argument);
+  c.min_p = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THROW(Sampler{c}, std::invalid_argument);
+  c = {};
+  c.top_p = 0.0f;  // HF accepts it (keeps only the best token)
+  EXPECT_NO_THROW(Sampler{c});
+  c.top_p = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THROW(Sampler{c}, std::invalid_argument);
+  c = {};
+  c.do_sample = true;
+  c.temperature = -0.5f;
+  EXPECT_THROW(Sampler{c}, std::invalid_argument);
+  c.temperature = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THROW(Sampler{c}, std::invalid_argument);
   c = {};
   c.audit_top = 0;
   EXPECT_THROW(Sampler{c}, std::invalid_argument);

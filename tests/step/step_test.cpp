@@ -133,7 +133,7 @@ TEST(Step, SamplingPagesShowTheCutAndTheDraw) {
   ASSERT_TRUE(WIFEXITED(rc));
   EXPECT_EQ(WEXITSTATUS(rc), 0);
   const std::string s = read_text(out);
-  EXPECT_NE(s.find("temperature 0.7, top-k 5, top-p 0.9, seed 3"), std::string::npos) << s;
+  EXPECT_NE(s.find("temperature 0.7, top-k 5, top-p 0.9, min-p 0 (off), seed 3"), std::string::npos) << s;
   EXPECT_NE(s.find("draw u = "), std::string::npos);
   EXPECT_NE(s.find(" cut\n"), std::string::npos);   // top-k 5 cuts the other candidates
   EXPECT_NE(s.find("chosen: "), std::string::npos);
