@@ -312,53 +312,58 @@ CliRun diff(const std::string& a, const std::string& b, const std::string& flags
   return run_cli(std::string(LMSCOPE_BINARY_DIR) + "/lmscope-diff " + a + " " + b + " " + flags);
 }
 
+// lmscope-diff A REF with each of `flags`: exit 2 (bad input) and one line holding `what`.
+void expect_diff_refuses(const std::string& a, const std::string& ref, std::initializer_list<const char*> flags,
+                         const std::string& what) {
+  for (const char* f : flags) {
+    CliRun d = diff(a, ref, f);
+    EXPECT_EQ(d.code, 2) << f << ": " << d.err;
+    EXPECT_EQ(std::count(d.err.begin(), d.err.end(), '\n'), 1) << d.err;
+    expect_has(d.err, {"lmscope-diff: error:", what});
+  }
+}
+
+// Two identical synthetic traces: `a` to damage, `ref` to diff it against.
+struct TwoTraces {
+  TempDir dir;
+  const std::string a = dir.file("a.h5"), ref = dir.file("ref.h5");
+  TwoTraces() {
+    write_synthetic_trace(a);
+    write_synthetic_trace(ref);
+  }
+};
+
 }  // namespace
 
 // Axis names index the shape (row selection, last positions): a name list longer or shorter
 // than the rank is refused when the hook is read.
 TEST(TraceHostile, AxesThatDoNotMatchTheRank) {
-  TempDir dir;
-  const std::string a = dir.file("a.h5"), ref = dir.file("ref.h5");
-  write_synthetic_trace(a);
-  write_synthetic_trace(ref);
+  TwoTraces t;
+  const std::string &a = t.a, &ref = t.ref;
   replace_embed(a, [](hid_t s) { return float_dataset(s, {2, 4, 8}); }, "B");
   expect_has(error_of([&] { TraceReader(a).read(0, "embed"); }),
              {a, "step_0000 embed: axes 'B' name 1 axes but the dataset has 3"});
-  for (const char* flags : {"--last-position", "--row 0", "--row 1 --last-position", ""}) {
-    CliRun d = diff(a, ref, flags);
-    EXPECT_EQ(d.code, 2) << flags << ": " << d.err;
-    EXPECT_EQ(std::count(d.err.begin(), d.err.end(), '\n'), 1) << d.err;
-    expect_has(d.err, {"lmscope-diff: error:", "axes 'B' name 1 axes"});
-  }
+  expect_diff_refuses(a, ref, {"--last-position", "--row 0", "--row 1 --last-position", ""}, "axes 'B' name 1 axes");
   replace_embed(a, [](hid_t s) { return float_dataset(s, {2, 4, 8}); }, "B,T,D,X,Y");
   expect_has(error_of([&] { TraceReader(a).read(0, "embed"); }), {"name 5 axes but the dataset has 3"});
 }
 
 TEST(TraceHostile, NullDataspaceWithRowOrLastPosition) {
-  TempDir dir;
-  const std::string a = dir.file("a.h5"), ref = dir.file("ref.h5");
-  write_synthetic_trace(a);
-  write_synthetic_trace(ref);
+  TwoTraces t;
+  const std::string &a = t.a, &ref = t.ref;
   replace_embed(a, [](hid_t s) {
     hid_t sp = H5Screate(H5S_NULL);
     hid_t d = H5Dcreate2(s, "embed", H5T_IEEE_F32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5Sclose(sp);
     return d;
   });
-  for (const char* flags : {"--last-position", "--row 0", "--row 1", "--json"}) {
-    CliRun d = diff(a, ref, flags);
-    EXPECT_EQ(d.code, 2) << flags << ": " << d.err;
-    EXPECT_EQ(std::count(d.err.begin(), d.err.end(), '\n'), 1) << d.err;
-    expect_has(d.err, {"lmscope-diff: error:", "null dataspace"});
-  }
+  expect_diff_refuses(a, ref, {"--last-position", "--row 0", "--row 1", "--json"}, "null dataspace");
 }
 
 // A hook attribute is echoed into --json: bytes that are not UTF-8 become U+FFFD there.
 TEST(TraceHostile, NonUtf8HookAttributeWithJson) {
-  TempDir dir;
-  const std::string a = dir.file("a.h5"), ref = dir.file("ref.h5");
-  write_synthetic_trace(a);
-  write_synthetic_trace(ref);
+  TwoTraces t;
+  const std::string &a = t.a, &ref = t.ref;
   replace_embed(a, [](hid_t s) {
     hid_t d = float_dataset(s, {2, 4, 8});
     hid_t t = H5Tcopy(H5T_C_S1);
