@@ -29,6 +29,8 @@ __all__ = ["Trace", "HookValue", "TL_NAMES", "TL_NOTES", "tl_name"]
 __version__ = "0.1.0"
 
 FORMAT = "lmscope-trace"
+FORMAT_VERSIONS = (1, 2)   # 2: kv.L.k / kv.L.v store each step's appended rows (KV_APPENDED)
+KV_APPENDED = "appended"
 # root attributes holding JSON text
 JSON_ATTRS = ("config_json", "prompts", "missing_hooks", "eos_token_ids", "stop_strings", "stop_reasons")
 _STEP_RE = re.compile(r"^step_(\d+)$")
@@ -175,6 +177,10 @@ class Trace:
             if isinstance(complete, str) or complete != 1:
                 raise ValueError("'%s' is an incomplete lmscope trace (no complete=1: its writer "
                                  "did not finish)" % self.path)
+            version = _py(root["format_version"]) if "format_version" in root else 1
+            if version not in FORMAT_VERSIONS:   # a newer layout would read as wrong values
+                raise ValueError("'%s' has format_version %r; this reader reads %s"
+                                 % (self.path, version, ", ".join(map(str, FORMAT_VERSIONS))))
         except Exception:
             self._f.close()
             raise
@@ -185,6 +191,7 @@ class Trace:
                 steps[int(m.group(1))] = name
         self._step_groups = dict(sorted(steps.items()))
         self._hooks_cache: Dict[int, List[str]] = {}
+        self._kv: Dict[str, tuple] = {}   # kv hook -> (step, cache so far, S): see _kv_cache
         self._attrs = None
 
     # ---- file handling -------------------------------------------------------------------
@@ -306,8 +313,10 @@ class Trace:
         when xarray is not installed: this module needs only h5py and numpy).
         """
         ds = self._dataset(name, step)
-        values = ds[()]
-        axes_attr = _py(ds.attrs.get("axes", ""))
+        if _py(ds.attrs.get("rows")) == KV_APPENDED:
+            values, axes_attr = self._kv_cache(name, int(step)), "B,Hkv,S,hd"
+        else:
+            values, axes_attr = ds[()], _py(ds.attrs.get("axes", ""))
         axes = tuple(a for a in axes_attr.split(",") if a) if axes_attr else ()
         if len(axes) != np.ndim(values):   # no/odd axes attribute: never guess from the name
             axes = tuple("dim_%d" % i for i in range(np.ndim(values)))
@@ -320,6 +329,40 @@ class Trace:
             return xr.DataArray(values, dims=axes, name=name,
                                 attrs={"hook": name, "step": int(step)})
         return HookValue(values, axes)
+
+    def _kv_cache(self, name: str, step: int) -> np.ndarray:
+        """kv.L.k / kv.L.v stored as each step's appended rows (rows = "appended",
+        first_position): the whole cache [B,Hkv,S,hd] after `step`, rebuilt by writing steps
+        0..step's rows at their positions in order, as the cache was written."""
+        kept = self._kv.get(name)
+        start, cache, S = (kept if kept is not None and kept[0] <= step else (-1, None, 0))
+        for s in range(start + 1, step + 1):
+            where = "'%s' step %d %s" % (self.path, s, name)
+            try:
+                ds = self._dataset(name, s)
+            except KeyError:
+                raise ValueError("%s: missing, so the cache of step %d cannot be rebuilt (each step "
+                                 "stores only the rows it appended)" % (where, step)) from None
+            if _py(ds.attrs.get("rows")) != KV_APPENDED or "first_position" not in ds.attrs:
+                raise ValueError("%s: not appended cache rows with a first_position" % where)
+            rows, first = ds[()], int(_py(ds.attrs["first_position"]))
+            if rows.ndim != 4:
+                raise ValueError("%s: appended cache rows must be [B,Hkv,T,hd]" % where)
+            filled = 0 if cache is None else cache.shape[2]
+            if not 0 <= first <= filled:
+                raise ValueError("%s: first_position %d is not within the %d cache positions of the "
+                                 "earlier steps" % (where, first, filled))
+            end = first + rows.shape[2]
+            if cache is None:
+                cache = rows.copy()
+            else:
+                if end > filled:
+                    pad = np.zeros(cache.shape[:2] + (end - filled,) + cache.shape[3:], cache.dtype)
+                    cache = np.concatenate([cache, pad], axis=2)
+                cache[:, :, first:end] = rows   # numpy says so when B, Hkv or hd differ
+            S = end
+        self._kv[name] = (step, cache, S)
+        return cache[:, :, :S].copy()
 
     def hook_attrs(self, name: str, step: int = 0) -> dict:
         """All attributes of hook `name`'s dataset at `step` (`hook`, `axes`, and any a producer

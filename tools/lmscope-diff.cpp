@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   if (json) {
     std::string j = report_json(rep);
     if (!align_note.empty())   // one more field, first: how the traces were aligned
-      j = "{\"alignment\": " + nlohmann::json(align_note).dump() + ",\n " + j.substr(1);
+      j = "{\"alignment\": " + nlohmann::json(align_note).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ",\n " + j.substr(1);
     std::cout << j << "\n";
   } else {
     if (!align_note.empty()) std::cout << "aligned: " << align_note << "\n";

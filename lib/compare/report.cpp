@@ -132,15 +132,18 @@ std::string report_json(const CompareReport& rep) {
     first = {{"step", f.step}, {"hook", f.hook}, {"reason", f.reason()}, {"max_abs", number(f.m.max_abs)}};
     if (!f.argmax_index.empty()) first["index"] = f.argmax_index;
   }
+  // Hook names and notes echo the traces' own attributes, which need not be UTF-8: invalid
+  // bytes become U+FFFD instead of an exception.
+  auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
   // One object; laid out one hook per line so that it stays readable (and grep-able) with
   // thousands of (step, hook) entries.
-  std::string out = "{\"pass\": " + json(rep.pass).dump() + ",\n \"first_failure\": " + first.dump() + ",\n \"hooks\": [";
-  for (size_t i = 0; i < hooks.size(); ++i) out += (i ? ",\n  " : "\n  ") + hooks[i].dump();
+  std::string out = "{\"pass\": " + dump(json(rep.pass)) + ",\n \"first_failure\": " + dump(first) + ",\n \"hooks\": [";
+  for (size_t i = 0; i < hooks.size(); ++i) out += (i ? ",\n  " : "\n  ") + dump(hooks[i]);
   out += hooks.empty() ? "],\n" : "\n ],\n";
-  out += " \"missing_in_a\": " + list(rep.missing_in_a).dump() + ",\n";
-  out += " \"only_in_a\": " + list(rep.only_in_a).dump() + ",\n";
-  out += " \"generated_equal\": " + json(rep.generated_equal).dump();
-  if (!rep.generated_note.empty()) out += ",\n \"generated_note\": " + json(rep.generated_note).dump();
+  out += " \"missing_in_a\": " + dump(list(rep.missing_in_a)) + ",\n";
+  out += " \"only_in_a\": " + dump(list(rep.only_in_a)) + ",\n";
+  out += " \"generated_equal\": " + dump(json(rep.generated_equal));
+  if (!rep.generated_note.empty()) out += ",\n \"generated_note\": " + dump(json(rep.generated_note));
   return out + "}";
 }
 

@@ -15,6 +15,9 @@ const char* padding_side_name(PaddingSide s) { return s == PaddingSide::Left ? "
 Batch Batch::from_prompts(const std::vector<std::vector<int32_t>>& prompts, PaddingSide side,
                           int32_t pad_id) {
   if (prompts.empty()) throw std::runtime_error("no prompt given");
+  if (prompts.size() > kMaxBatchRows)
+    throw std::runtime_error(std::to_string(prompts.size()) + " prompts: one run takes at most " +
+                             std::to_string(kMaxBatchRows) + " (they form one batch); split them over several runs");
   size_t width = 0;
   for (const auto& p : prompts) {
     if (p.empty()) throw std::runtime_error("a prompt has no tokens");

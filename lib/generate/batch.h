@@ -8,6 +8,11 @@
 
 namespace lmscope {
 
+// Rows one forward pass takes. Memory grows with rows x positions^2 (attention scores) and
+// every row runs in one batch, so many prompts go to several runs instead: 10,000 short
+// prompts would need gigabytes even on the tiny test model.
+constexpr size_t kMaxBatchRows = 256;
+
 enum class PaddingSide { Left, Right };
 PaddingSide parse_padding_side(const std::string& s);   // "left" / "right"
 const char* padding_side_name(PaddingSide s);
@@ -18,6 +23,7 @@ struct Batch {
   std::vector<std::vector<int32_t>> mask;   // [B][S] 1 real / 0 pad
   std::vector<std::vector<int32_t>> pos;    // [B][S] RoPE position of each column
 
+  // Throws one line for no prompt, an empty prompt or more than kMaxBatchRows prompts.
   static Batch from_prompts(const std::vector<std::vector<int32_t>>& prompts, PaddingSide side,
                             int32_t pad_id);
   int64_t rows() const { return int64_t(ids.size()); }

@@ -2,6 +2,8 @@
 // the file size, then tensor access (views and dequantization) over the validated layout.
 #include "io/gguf.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -533,7 +535,7 @@ Tensor GgufFile::to_f32(const GgufTensorInfo& t) const {
                      ", which lmscope cannot dequantize (supported: " + ggml_dequantizable_types() + ")");
   const int64_t n = t.numel();
   void* src = const_cast<uint8_t*>(tensor_data(t));  // PROT_READ: views must not be written
-  if (t.type == 0 && n > 0) return Tensor::view(t.shape(), DType::F32, src, impl_);
+  if (t.type == 0 && n > 0) return Tensor::view_or_copy(t.shape(), DType::F32, src, impl_);   // alignment 1, 2
   std::shared_ptr<float> buf(new float[size_t(std::max<int64_t>(n, 1))], std::default_delete<float[]>());
   dequantize(t.type, static_cast<const uint8_t*>(src), buf.get(), n);
   return Tensor::view(t.shape(), DType::F32, buf.get(), buf);
@@ -542,6 +544,8 @@ Tensor GgufFile::to_f32(const GgufTensorInfo& t) const {
 std::shared_ptr<void> GgufFile::owner() const { return impl_; }
 
 bool is_gguf_file(const std::string& path) {
+  struct stat st {};   // never open a FIFO (it would block) or a device to sniff it
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return false;
   char m[4] = {};

@@ -9,9 +9,12 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "io/regular_file.h"
+
 namespace lmscope {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
+  require_regular_file(path);   // before open(): a FIFO would block it
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
   struct stat st {};

@@ -170,7 +170,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   if (!h.is_object()) fail(path, "header must be a JSON object, got " + json_kind(h));
 
   // Data offsets are relative to the end of the header. When the header length is not a
-  // multiple of 8 the data may be unaligned; x86-64 and our kernels tolerate that.
+  // multiple of 8 the data may be unaligned: tensor() copies such a tensor.
   impl->data = base + 8 + n;
   impl->data_size = size - 8 - n;
   for (const auto& [k, v] : h.items()) {
@@ -209,9 +209,7 @@ TensorInfo SafetensorsFile::info(const std::string& name) const {
 
 Tensor SafetensorsFile::tensor(const std::string& name) const {
   const Entry& e = impl_->entry(name);
-  // The mapping is read-only; the const_cast only satisfies Tensor::view's signature.
-  void* p = const_cast<uint8_t*>(impl_->data + e.begin);
-  return Tensor::view(e.shape, e.dt->dtype, p, impl_);
+  return Tensor::view_or_copy(e.shape, e.dt->dtype, impl_->data + e.begin, impl_);
 }
 
 const std::string& SafetensorsFile::dtype_string(const std::string& name) const {

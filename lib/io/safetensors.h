@@ -31,7 +31,7 @@ class SafetensorsFile {
   // lmscope cannot compute with (F64, I64, F8_E4M3...): such tensors are size-checked at
   // open but only refused when asked for, so a stray int buffer does not sink a model.
   TensorInfo info(const std::string& name) const;
-  Tensor tensor(const std::string& name) const;  // a view; keeps the mapping alive
+  Tensor tensor(const std::string& name) const;  // a view that keeps the mapping alive (a copy when misaligned)
   // The dtype as written in the header ("F32", "F64"...), for any tensor present.
   const std::string& dtype_string(const std::string& name) const;
   const std::map<std::string, std::string>& metadata() const;  // "__metadata__"

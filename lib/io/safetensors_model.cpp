@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/json_error.h"
+#include "io/regular_file.h"
 #include "io/safetensors.h"
 
 namespace lmscope {
@@ -20,6 +21,7 @@ namespace {
 }
 
 std::string read_text(const std::string& path) {
+  require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open");
   std::ostringstream s;

@@ -26,6 +26,7 @@ struct Expr {
   std::vector<std::string> kw;   // kwarg names (the last kw.size() of kids)
   bool negate = false;           // `is not`, `not in`
   bool has_object = false;       // Call: a method call (kids[0] is the object)
+  int depth = 1;                 // 1 + the deepest kid's depth (bounded by kMaxExprDepth)
 };
 
 struct Node;

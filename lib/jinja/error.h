@@ -19,6 +19,14 @@ constexpr int64_t kMaxRangeItems = 1'000'000;             // range() and list +
 constexpr size_t kMaxStringBytes = size_t(64) << 20;      // any string (~, +, *, join, replace), and the output
 constexpr int64_t kMaxLoopIterations = 10'000'000;        // all {% for %} iterations of a render
 
+// Limits on a template's shape, checked while parsing: the parser, the evaluator and the
+// tree's destructor recurse once per level, so a template nested 10,000 deep (a GGUF's chat
+// template is untrusted input) must end in one line, not a stack overflow. Real chat
+// templates stay far below: a few levels of tags, expressions a dozen nodes deep.
+constexpr int kMaxExprNesting = 64;     // brackets, parentheses, call arguments inside one another
+constexpr int kMaxExprDepth = 256;      // an expression tree's depth (a ~ b ~ c ... is one level per ~)
+constexpr int kMaxTagNesting = 64;      // {% if %} / {% for %} / {% generation %} inside one another
+
 // What the template did wrong (or what it uses that we do not support).
 struct JinjaError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -26,11 +26,33 @@ std::string shown(const Tok& t) {
 
 // ---- expressions ------------------------------------------------------------------------
 
+// Makes `kid` an operand of `parent`, keeping the tree within kMaxExprDepth (error.h).
+void adopt(Expr& parent, ExprP kid) {
+  if (kid && kid->depth + 1 > parent.depth) {
+    parent.depth = kid->depth + 1;
+    if (parent.depth > kMaxExprDepth)
+      fail(parent.at, "expression nested more than " + std::to_string(kMaxExprDepth) + " levels deep");
+  }
+  parent.kids.push_back(std::move(kid));
+}
+
 class ExprParser {
  public:
   explicit ExprParser(std::vector<Tok> toks) : t_(std::move(toks)) {}
 
-  ExprP parse_expression() { return parse_cond(); }
+  // Every sub-expression (in brackets, parentheses, arguments) starts here: its nesting is
+  // bounded (kMaxExprNesting) before the recursion can run out of stack.
+  ExprP parse_expression() { return nested(&ExprParser::parse_cond); }
+  // Runs a parse step one nesting level deeper; so do `else`, `not` and unary `-` / `+`,
+  // which recurse without brackets.
+  ExprP nested(ExprP (ExprParser::*parse)()) {
+    if (nesting_ >= kMaxExprNesting)
+      fail(peek().at, "expression nested more than " + std::to_string(kMaxExprNesting) + " levels deep");
+    ++nesting_;
+    ExprP e = (this->*parse)();
+    --nesting_;
+    return e;
+  }
   bool at_end() const { return peek().t == Tok::T::End; }
   const Tok& peek(size_t k = 0) const { return t_[std::min(p_ + k, t_.size() - 1)]; }
   bool is_op(const char* op, size_t k = 0) const { return peek(k).t == Tok::T::Op && peek(k).s == op; }
@@ -58,11 +80,11 @@ class ExprParser {
       ExprP other;
       if (is_name("else")) {
         ++p_;
-        other = parse_cond();
+        other = nested(&ExprParser::parse_cond);
       }
-      c->kids.push_back(std::move(e));
-      c->kids.push_back(std::move(cond));
-      if (other) c->kids.push_back(std::move(other));
+      adopt(*c, std::move(e));
+      adopt(*c, std::move(cond));
+      if (other) adopt(*c, std::move(other));
       e = std::move(c);
     }
     return e;
@@ -72,8 +94,8 @@ class ExprParser {
     while (is_name("or")) {
       ++p_;
       auto o = make(Expr::K::Or, prev());
-      o->kids.push_back(std::move(e));
-      o->kids.push_back(parse_and());
+      adopt(*o, std::move(e));
+      adopt(*o, parse_and());
       e = std::move(o);
     }
     return e;
@@ -83,8 +105,8 @@ class ExprParser {
     while (is_name("and")) {
       ++p_;
       auto o = make(Expr::K::And, prev());
-      o->kids.push_back(std::move(e));
-      o->kids.push_back(parse_not());
+      adopt(*o, std::move(e));
+      adopt(*o, parse_not());
       e = std::move(o);
     }
     return e;
@@ -93,7 +115,7 @@ class ExprParser {
     if (is_name("not")) {
       ++p_;
       auto o = make(Expr::K::Not, prev());
-      o->kids.push_back(parse_not());
+      adopt(*o, nested(&ExprParser::parse_not));
       return o;
     }
     return parse_compare();
@@ -119,8 +141,8 @@ class ExprParser {
       auto b = make(Expr::K::Binary, prev());
       b->name = op;
       b->negate = neg;
-      b->kids.push_back(std::move(e));
-      b->kids.push_back(parse_math1());
+      adopt(*b, std::move(e));
+      adopt(*b, parse_math1());
       e = std::move(b);
     }
     return e;
@@ -128,8 +150,8 @@ class ExprParser {
   ExprP binary(ExprP l, const Tok& op, ExprP r) {
     auto b = make(Expr::K::Binary, op.at);
     b->name = op.s;
-    b->kids.push_back(std::move(l));
-    b->kids.push_back(std::move(r));
+    adopt(*b, std::move(l));
+    adopt(*b, std::move(r));
     return b;
   }
   // One left-associative level: operand (op operand)*, for the operators in `ops`.
@@ -150,7 +172,7 @@ class ExprParser {
     if (is_op("-") || is_op("+")) {
       bool neg = next().s == "-";
       auto u = make(neg ? Expr::K::Neg : Expr::K::Plus, prev());
-      u->kids.push_back(parse_unary());
+      adopt(*u, nested(&ExprParser::parse_unary));
       return u;
     }
     ExprP e = parse_postfix(parse_primary());
@@ -174,10 +196,10 @@ class ExprParser {
       ++p_;
     }
     expect_op(")");
-    for (auto& a : pos) call.kids.push_back(std::move(a));
+    for (auto& a : pos) adopt(call, std::move(a));
     for (auto& [k, v] : kws) {
       call.kw.push_back(k);
-      call.kids.push_back(std::move(v));
+      adopt(call, std::move(v));
     }
   }
 
@@ -218,11 +240,11 @@ class ExprParser {
       ExprP first = parse_expression();
       if (is_op(",")) {
         auto tup = make(Expr::K::TupleLit, t.at);
-        tup->kids.push_back(std::move(first));
+        adopt(*tup, std::move(first));
         while (is_op(",")) {
           ++p_;
           if (is_op(")")) break;
-          tup->kids.push_back(parse_expression());
+          adopt(*tup, parse_expression());
         }
         expect_op(")");
         return tup;
@@ -234,7 +256,7 @@ class ExprParser {
       ++p_;
       auto e = make(Expr::K::ListLit, t.at);
       while (!is_op("]")) {
-        e->kids.push_back(parse_expression());
+        adopt(*e, parse_expression());
         if (!is_op(",")) break;
         ++p_;
       }
@@ -245,9 +267,9 @@ class ExprParser {
       ++p_;
       auto e = make(Expr::K::DictLit, t.at);
       while (!is_op("}")) {
-        e->kids.push_back(parse_expression());
+        adopt(*e, parse_expression());
         expect_op(":");
-        e->kids.push_back(parse_expression());
+        adopt(*e, parse_expression());
         if (!is_op(",")) break;
         ++p_;
       }
@@ -264,7 +286,7 @@ class ExprParser {
         auto a = make(Expr::K::Attr, peek().at);
         if (peek().t == Tok::T::Int) a->name = std::to_string(next().i);
         else a->name = expect_name();
-        a->kids.push_back(std::move(e));
+        adopt(*a, std::move(e));
         e = std::move(a);
       } else if (is_op("[")) {
         const Pos open = next().at;
@@ -281,12 +303,12 @@ class ExprParser {
         }
         expect_op("]");
         auto it = make(slice ? Expr::K::Slice : Expr::K::Item, open);
-        it->kids.push_back(std::move(e));
+        adopt(*it, std::move(e));
         if (slice) {
-          for (auto& p : parts) it->kids.push_back(std::move(p));   // may be null
+          for (auto& p : parts) adopt(*it, std::move(p));   // may be null
         } else {
           if (!parts[0]) fail(open, "empty subscript");
-          it->kids.push_back(std::move(parts[0]));
+          adopt(*it, std::move(parts[0]));
         }
         e = std::move(it);
       } else if (is_op("(")) {
@@ -297,7 +319,7 @@ class ExprParser {
         } else if (e->k == Expr::K::Attr) {
           c->name = e->name;
           c->has_object = true;
-          c->kids.push_back(std::move(e->kids[0]));
+          adopt(*c, std::move(e->kids[0]));
         } else {
           fail(e->at, "only functions and methods can be called");
         }
@@ -315,7 +337,7 @@ class ExprParser {
         ++p_;
         auto f = make(Expr::K::Filter, peek().at);
         f->name = expect_name();
-        f->kids.push_back(std::move(e));
+        adopt(*f, std::move(e));
         if (is_op("(")) {
           ++p_;
           parse_args(*f);
@@ -340,7 +362,7 @@ class ExprParser {
         } else {
           t->name = expect_name();
         }
-        t->kids.push_back(std::move(e));
+        adopt(*t, std::move(e));
         if (is_op("(")) {
           ++p_;
           parse_args(*t);
@@ -348,7 +370,7 @@ class ExprParser {
                    is_op("{") ||
                    (peek().t == Tok::T::Name && !is_name("and") && !is_name("or") && !is_name("else") &&
                     !is_name("if") && !is_name("is") && !is_name("in") && !is_name("not"))) {
-          t->kids.push_back(parse_primary());   // `is divisibleby 3`, `is equalto 'x'`
+          adopt(*t, parse_primary());   // `is divisibleby 3`, `is equalto 'x'`
         }
         e = std::move(t);
       } else {
@@ -360,6 +382,7 @@ class ExprParser {
  private:
   std::vector<Tok> t_;
   size_t p_ = 0;
+  int nesting_ = 0;   // parse_expression / nested() levels now open
 };
 
 
@@ -374,6 +397,13 @@ class StmtParser {
   // keyword of the statement whose body this is (null at the top level).
   std::string parse_body(Body& out, const std::vector<std::string>& ends, std::unique_ptr<ExprParser>& end_parser,
                          const Tok* opener = nullptr) {
+    if (opener && tags_open_ >= kMaxTagNesting)
+      fail(opener->at, "tags nested more than " + std::to_string(kMaxTagNesting) + " levels deep");
+    struct Open {
+      int& n;
+      explicit Open(int& c) : n(++c) {}
+      ~Open() { --n; }
+    } open(tags_open_);
     while (i_ < segs_.size()) {
       const Segment& seg = segs_[i_++];
       if (seg.type == Segment::Type::Text) {
@@ -503,6 +533,7 @@ class StmtParser {
   std::vector<Segment> segs_;
   int loops_ = 0;   // for-loop bodies we are in (break/continue need one)
   size_t i_ = 0;
+  int tags_open_ = 0;   // bodies of tags now open (parse_body levels)
 };
 
 }  // namespace

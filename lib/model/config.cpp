@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/json_error.h"
+#include "io/regular_file.h"
 
 namespace lmscope {
 namespace {
@@ -267,6 +268,7 @@ ModelConfig load_model_config(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const std::string file = fs::is_directory(path, ec) ? (fs::path(path) / "config.json").string() : path;
+  require_regular_file(file);
   std::ifstream in(file, std::ios::binary);
   if (!in) throw std::runtime_error(file + ": cannot open: " + std::strerror(errno));
   std::ostringstream s;

@@ -234,6 +234,11 @@ GgufModel load_gguf_model(const std::string& path) {
   w.embed = get("token_embd.weight", {V, D});
   w.final_norm = get("output_norm.weight", {D});
   w.lm_head = c.tie_word_embeddings ? w.embed : get("output.weight", {V, D});
+  // The last block's tensors must be in the file before room is made for every layer (a
+  // block_count of 2^30 would take gigabytes first).
+  if (c.num_layers > 0 && !f.has_tensor("blk." + std::to_string(c.num_layers - 1) + ".attn_norm.weight"))
+    fail(path, "block_count is " + std::to_string(c.num_layers) + " but tensor 'blk." + std::to_string(c.num_layers - 1) +
+                   ".attn_norm.weight' is missing");
   w.layers.resize(c.num_layers);
   for (int l = 0; l < c.num_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "io/regular_file.h"
+
 namespace lmscope {
 
 namespace {
@@ -30,6 +32,7 @@ SpecialTokens resolve_special_tokens(const ModelConfig& cfg, const std::string& 
   int32_t pad = cfg.pad_token_id;
   const auto path = std::filesystem::path(model_dir) / "generation_config.json";
   if (std::filesystem::is_directory(model_dir) && std::filesystem::exists(path)) {
+    require_regular_file(path.string());
     std::ifstream f(path);
     nlohmann::json j;
     try {

@@ -49,6 +49,14 @@ Weights load_weights(const ModelConfig& cfg, const std::string& dir) {
   w.lm_head = cfg.tie_word_embeddings ? w.embed : f.get("lm_head.weight", {V, D});
 
   // Extra tensors (rotary_emb.inv_freq, ...) are simply never asked for.
+  // The last layer's tensors must be in the file before room is made for every layer: a
+  // num_hidden_layers of 10^7 would take gigabytes before the first missing tensor.
+  if (cfg.num_layers > 0) {
+    const std::string last = "model.layers." + std::to_string(cfg.num_layers - 1) + ".input_layernorm.weight";
+    if (!st.has(last))
+      throw std::runtime_error(dir + ": num_hidden_layers is " + std::to_string(cfg.num_layers) + " but tensor '" +
+                               last + "' is missing");
+  }
   w.layers.resize(cfg.num_layers);
   for (int l = 0; l < cfg.num_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";

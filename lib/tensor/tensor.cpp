@@ -67,6 +67,15 @@ Tensor Tensor::view(Shape shape, DType dtype, void* data, std::shared_ptr<void> 
   return t;
 }
 
+Tensor Tensor::view_or_copy(Shape shape, DType dtype, const void* data, std::shared_ptr<void> owner) {
+  // The mapping is read-only; the const_cast only satisfies view()'s signature.
+  if (reinterpret_cast<uintptr_t>(data) % dtype_size(dtype) == 0)
+    return view(std::move(shape), dtype, const_cast<void*>(data), std::move(owner));
+  Tensor t = zeros(std::move(shape), dtype);
+  std::memcpy(t.data_, data, t.nbytes());
+  return t;
+}
+
 float* Tensor::f32() {
   if (dtype_ != DType::F32 || device_ != Device::Host)
     throw std::logic_error(std::string("tensor is ") + dtype_name(dtype_) + ", not host F32");

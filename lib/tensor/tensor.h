@@ -27,6 +27,10 @@ class Tensor {
   // A view of memory owned by `owner` (an mmap, another tensor's storage...).
   static Tensor view(Shape shape, DType dtype, void* data, std::shared_ptr<void> owner,
                      Device device = Device::Host);
+  // A host view of file bytes when they are aligned for `dtype`, else a copy: a safetensors
+  // header whose length is not a multiple of 8, or a GGUF with general.alignment 1 or 2, puts
+  // tensors at any address, and loading a float from a misaligned one is undefined behaviour.
+  static Tensor view_or_copy(Shape shape, DType dtype, const void* data, std::shared_ptr<void> owner);
 
   const Shape& shape() const { return shape_; }
   int64_t dim(int i) const { return shape_.at(i < 0 ? shape_.size() + i : i); }

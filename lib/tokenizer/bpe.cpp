@@ -9,6 +9,9 @@
 
 namespace lmscope::tok {
 
+// Unused ids a vocabulary may leave below its largest id (bpe.cpp: from_json).
+constexpr int64_t kMaxVocabHoles = 1 << 20;
+
 // ---- PairMap ----------------------------------------------------------------------------
 
 void PairMap::reserve(size_t n) {
@@ -124,6 +127,11 @@ Bpe Bpe::from_json(const Field& model) {
     bpe.vocab_.emplace(it.key(), int32_t(id));
     max_id = std::max(max_id, id);
   }
+  // Ids index a table: one far past the entries (a hostile 2^28) would make it gigabytes.
+  // HF's files number the vocabulary 0..n-1; a few holes are allowed.
+  if (max_id >= int64_t(vocab.size()) + kMaxVocabHoles)
+    vocab.fail("token id " + std::to_string(max_id) + " leaves more than " + std::to_string(kMaxVocabHoles) +
+               " ids unused (the vocabulary has " + std::to_string(vocab.size()) + " entries)");
   bpe.tokens_.assign(size_t(max_id + 1), std::string());
   bpe.has_token_.assign(size_t(max_id + 1), 0);
   for (const auto& [tok, id] : bpe.vocab_) {

@@ -52,4 +52,13 @@ class Field {
   std::string path_;
 };
 
+// A Sequence (of normalizers, pre-tokenizers or post-processors) inside another one, at most
+// this deep: HF's files use one level; one nested 100,000 deep would overflow the stack of the
+// code that walks it. `depth` is the Sequence's own level (1 for the outermost).
+constexpr int kMaxSequenceDepth = 16;
+inline void check_sequence_depth(const Field& f, int depth) {
+  if (depth > kMaxSequenceDepth)
+    f.fail("Sequence nested more than " + std::to_string(kMaxSequenceDepth) + " levels deep");
+}
+
 }  // namespace lmscope::tok

@@ -10,7 +10,7 @@ namespace lmscope::tok {
 
 namespace {
 
-void collect(const Field& f, std::vector<Normalizer::Form>& out) {
+void collect(const Field& f, std::vector<Normalizer::Form>& out, int depth = 0) {
   f.expect_object();
   std::string type = f.at("type").str();
   if (type == "NFC") out.push_back(Normalizer::Form::NFC);
@@ -18,9 +18,10 @@ void collect(const Field& f, std::vector<Normalizer::Form>& out) {
   else if (type == "NFKC") out.push_back(Normalizer::Form::NFKC);
   else if (type == "NFKD") out.push_back(Normalizer::Form::NFKD);
   else if (type == "Sequence") {
+    check_sequence_depth(f, depth + 1);
     Field list = f.at("normalizers");
     list.expect_array();
-    for (size_t i = 0; i < list.size(); ++i) collect(list.at(i), out);
+    for (size_t i = 0; i < list.size(); ++i) collect(list.at(i), out, depth + 1);
   } else {
     f.at("type").fail("unsupported normalizer '" + type + "' (supported: NFC, NFD, NFKC, NFKD, Sequence)");
   }

@@ -10,15 +10,16 @@ PostProcessor PostProcessor::from_json(const Field& f) {
   return p;
 }
 
-void PostProcessor::collect(const Field& f) {
+void PostProcessor::collect(const Field& f, int depth) {
   f.expect_object();
   Field type_f = f.at("type");
   std::string type = type_f.str();
   auto note = [&](const std::string& s) { describe_ += (describe_.empty() ? "" : ", ") + s; };
   if (type == "Sequence") {
+    check_sequence_depth(f, depth + 1);
     Field list = f.at("processors");
     list.expect_array();
-    for (size_t i = 0; i < list.size(); ++i) collect(list.at(i));
+    for (size_t i = 0; i < list.size(); ++i) collect(list.at(i), depth + 1);
     return;
   }
   if (type == "ByteLevel") {

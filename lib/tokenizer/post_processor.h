@@ -28,7 +28,7 @@ class PostProcessor {
   std::string describe() const { return describe_; }
 
  private:
-  void collect(const Field& f);
+  void collect(const Field& f, int depth = 0);
   std::vector<Item> before_, after_;
   std::string describe_ = "none";
   bool has_template_ = false;

@@ -183,7 +183,7 @@ PreTokenizer& PreTokenizer::operator=(PreTokenizer&&) noexcept = default;
 
 namespace {
 
-void collect(const Field& f, std::vector<std::unique_ptr<PreTokenizer::Step>>& steps);
+void collect(const Field& f, std::vector<std::unique_ptr<PreTokenizer::Step>>& steps, int depth = 0);
 
 std::unique_ptr<Regex> compile(const Field& where, const std::string& pattern) {
   try {
@@ -193,15 +193,16 @@ std::unique_ptr<Regex> compile(const Field& where, const std::string& pattern) {
   }
 }
 
-void collect(const Field& f, std::vector<std::unique_ptr<PreTokenizer::Step>>& steps) {
+void collect(const Field& f, std::vector<std::unique_ptr<PreTokenizer::Step>>& steps, int depth) {
   f.expect_object();
   Field type_f = f.at("type");
   std::string type = type_f.str();
   auto step = std::make_unique<PreTokenizer::Step>();
   if (type == "Sequence") {
+    check_sequence_depth(f, depth + 1);
     Field list = f.at("pretokenizers");
     list.expect_array();
-    for (size_t i = 0; i < list.size(); ++i) collect(list.at(i), steps);
+    for (size_t i = 0; i < list.size(); ++i) collect(list.at(i), steps, depth + 1);
     return;
   }
   if (type == "Split") {

@@ -9,6 +9,7 @@
 
 #include "io/gguf.h"
 #include "io/json_error.h"
+#include "io/regular_file.h"
 #include "tokenizer/utf8.h"
 
 namespace lmscope::tok {
@@ -18,6 +19,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string read_file(const fs::path& p, const std::string& what) {
+  require_regular_file(p.string());
   std::ifstream in(p, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + what + " '" + p.string() + "'");
   std::stringstream ss;

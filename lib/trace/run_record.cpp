@@ -6,7 +6,7 @@ namespace lmscope {
 
 void write_run_record(TraceWriter& w, const RunRecord& r) {
   w.set_root_attr("format", std::string("lmscope-trace"));
-  w.set_root_attr("format_version", int64_t(1));
+  w.set_root_attr("format_version", kTraceFormatVersion);
   w.set_root_attr("producer", r.producer);
   w.set_root_attr("model_path", r.model_path);
   w.set_root_attr("config_json", r.config_json);

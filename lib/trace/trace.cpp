@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "trace/kv_rows.h"
+
 namespace lmscope {
 
 Trace::Trace(HookSet hooks, TraceWriter* writer) : hooks_(std::move(hooks)), writer_(writer) {
@@ -10,6 +12,7 @@ Trace::Trace(HookSet hooks, TraceWriter* writer) : hooks_(std::move(hooks)), wri
 
 void Trace::begin_step(const StepInfo& info) {
   step_ = info.step;
+  step_T_ = info.T;
   if (writer_) writer_->begin_step(info);
   if (sink_) sink_->begin_step(info);
 }
@@ -27,10 +30,16 @@ void Trace::offer(Hook h, int layer, const Tensor& t) {
   const char* axes = hook_info(h).axes;
   if (t.dtype() == DType::I32) {
     writer_->write(name, axes, t.shape(), t.i32());
-  } else if (t.dtype() == DType::F32) {
-    writer_->write(name, axes, t.shape(), t.f32());
+    return;
+  }
+  // bf16/f16 compute: stored as float32 (docs/trace-format.md)
+  const Tensor f = t.dtype() == DType::F32 ? t : t.to_f32();
+  if (is_kv_hook(h)) {
+    // The sink saw the whole cache; the file gets the rows this step appended, so a trace
+    // grows linearly with the tokens generated (trace/kv_rows.h).
+    Tensor rows = appended_kv_rows(f, step_T_);
+    writer_->write_kv_rows(name, rows.shape(), rows.f32(), f.dim(2) - step_T_);
   } else {
-    Tensor f = t.to_f32();   // bf16/f16 compute: stored as float32 (docs/trace-format.md)
     writer_->write(name, axes, f.shape(), f.f32());
   }
 }

@@ -55,6 +55,7 @@ class Trace {
   TraceWriter* writer_;
   TraceSink* sink_ = nullptr;
   int step_ = -1;
+  int64_t step_T_ = 0;   // query tokens this step: the rows a kv hook appended
   std::vector<std::vector<char>> fired_;
   int64_t written_ = 0;
 };

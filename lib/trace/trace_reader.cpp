@@ -101,6 +101,11 @@ TraceReader::TraceReader(const std::string& path) : path_(path) {
     throw std::runtime_error("'" + path + "' is not an lmscope trace (format is not 'lmscope-trace')");
   if (!root.has_attr("complete") || root.attr_is_string("complete") || root.attr_int("complete") != 1)
     throw std::runtime_error("'" + path + "' is incomplete (no complete=1)");
+  // A newer layout read as an older one would give wrong values that look right.
+  if (root.has_attr("format_version") &&
+      (root.attr_is_string("format_version") || root.attr_int("format_version") > kTraceFormatVersion))
+    throw std::runtime_error("'" + path + "' has a format_version this lmscope does not read (it reads 1.." +
+                             std::to_string(kTraceFormatVersion) + ")");
   // Steps are numbered 0..n-1 with one group each: a lone step_999999999 must not make a
   // billion-entry table (nor a billion-step loop in the comparer).
   std::map<int, std::string> found;
@@ -199,11 +204,18 @@ bool TraceReader::has_hook(int step, const std::string& hook) const {
   return g.exists(p) && g.kind(p) == h5::ChildKind::Dataset;
 }
 
+namespace {
+bool holds_appended_rows(const h5::Dataset& ds) {
+  return ds.has_attr("rows") && ds.attr_is_string("rows") && ds.attr_string("rows") == kKvRowsAppended;
+}
+}  // namespace
+
 HookData TraceReader::read(int step, const std::string& hook) const {
   const h5::Group& g = step_group(step);
   std::string p = hook_to_path(hook);
   if (!g.exists(p)) throw std::runtime_error("'" + path_ + "' has no hook '" + hook + "' in " + step_group_name(step));
   h5::Dataset ds = g.open_dataset(p);
+  if (holds_appended_rows(ds)) return read_kv_cache(step, hook);
   h5::DatasetData d = ds.read();
   HookData h;
   h.hook = hook;
@@ -211,6 +223,41 @@ HookData TraceReader::read(int step, const std::string& hook) const {
   h.values = std::move(d.values);
   h.is_int = d.is_int;
   if (ds.has_attr("axes")) h.axes = split_axes(ds.attr_string("axes"));
+  // Tools index shapes by axis name (select_row, last_positions): a name past the rank
+  // would read outside the shape.
+  if (!h.axes.empty() && h.axes.size() != h.shape.size())
+    throw std::runtime_error("'" + path_ + "' " + step_group_name(step) + " " + hook + ": axes '" +
+                             ds.attr_string("axes") + "' name " + std::to_string(h.axes.size()) +
+                             " axes but the dataset has " + std::to_string(h.shape.size()));
+  return h;
+}
+
+HookData TraceReader::read_kv_cache(int step, const std::string& hook) const {
+  KvState& st = kv_[hook];
+  if (st.step > step) st = KvState{};   // an earlier step than the one kept: rebuild from step 0
+  const std::string p = hook_to_path(hook);
+  for (int s = st.step + 1; s <= step; ++s) {
+    const std::string where = "'" + path_ + "' " + step_group_name(s) + " " + hook;
+    const h5::Group& g = step_group(s);
+    if (!g.exists(p) || g.kind(p) != h5::ChildKind::Dataset)
+      throw std::runtime_error(where + ": missing, so the cache of " + step_group_name(step) +
+                               " cannot be rebuilt (each step stores only the rows it appended)");
+    h5::Dataset ds = g.open_dataset(p);
+    if (!holds_appended_rows(ds))
+      throw std::runtime_error(where + ": a whole cache among steps that store appended rows (rows = \"appended\")");
+    if (!ds.has_attr("first_position") || ds.attr_is_string("first_position") || !ds.attr_is_int("first_position"))
+      throw std::runtime_error(where + ": appended cache rows without an integer first_position attribute");
+    const int64_t first = ds.attr_int("first_position");
+    h5::DatasetData d = ds.read();
+    st.cache.add(d.shape, d.values, first, where);
+    st.step = s;
+    st.S = first + d.shape[2];
+  }
+  HookData h;
+  h.hook = hook;
+  h.axes = {"B", "Hkv", "S", "hd"};
+  h.shape = st.cache.cache_shape(st.S);
+  h.values = st.cache.cache(st.S, "'" + path_ + "' " + step_group_name(step) + " " + hook);
   return h;
 }
 

@@ -2,11 +2,13 @@
 // is not a complete lmscope trace, so every later read can trust the schema.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "io/hdf5.h"
 #include "tensor/tensor.h"
+#include "trace/kv_rows.h"
 #include "trace/trace_writer.h"   // StepInfo
 
 namespace lmscope {
@@ -57,6 +59,9 @@ class TraceReader {
   // cycle (a group reached twice) or groups nested more than 32 levels deep.
   std::vector<std::string> hooks(int step) const;
   bool has_hook(int step, const std::string& hook) const;
+  // kv.L.k / kv.L.v come back as the whole cache [B,Hkv,S,hd] however the file stores them:
+  // from appended rows they are rebuilt from steps 0..step (trace/kv_rows.h); the reader keeps
+  // each kv hook's latest cache, so reading steps in order reads each step's rows once.
   HookData read(int step, const std::string& hook) const;
 
   bool has_generated_ids() const;
@@ -70,9 +75,16 @@ class TraceReader {
 
  private:
   const h5::Group& step_group(int step) const;
+  HookData read_kv_cache(int step, const std::string& hook) const;
   std::string path_;
   h5::File file_;
   std::vector<h5::Group> steps_;   // index = step number
+  struct KvState {
+    int step = -1;                   // the last step whose rows are in `cache`
+    int64_t S = 0;                   // that step's cache length
+    KvAssembly cache;
+  };
+  mutable std::map<std::string, KvState> kv_;   // per kv hook, for read()
 };
 
 std::string step_group_name(int step);   // 3 -> "step_0003"

@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "io/hdf5.h"
+#include "trace/kv_rows.h"
 
 namespace lmscope {
 
@@ -300,7 +301,7 @@ TraceWriter::TraceWriter(std::string out_path) : out_path_(std::move(out_path)) 
     // caller removed them). A temporary left by SIGKILL or a crash is not a usable trace:
     // HDF5 writes its metadata at close, so it usually cannot even be opened.
     st_->file.root().set_attr("format", std::string("lmscope-trace"));
-    st_->file.root().set_attr("format_version", int64_t(1));
+    st_->file.root().set_attr("format_version", kTraceFormatVersion);
   } catch (const std::exception& e) {
     discard();
     fail(e.what());
@@ -408,7 +409,7 @@ void TraceWriter::begin_step(const StepInfo& info) {
 }
 
 void TraceWriter::write_hook(const std::string& hook, const std::string& axes, const Shape& shape,
-                             const void* data, bool is_int) {
+                             const void* data, bool is_int, int64_t kv_first_position) {
   if (!st_) throw std::logic_error("TraceWriter: already closed");
   if (st_->step.id() < 0) throw std::logic_error("TraceWriter: write('" + hook + "') before begin_step");
   if (!valid_hook(hook)) throw std::invalid_argument("TraceWriter: bad hook name '" + hook + "'");
@@ -424,6 +425,10 @@ void TraceWriter::write_hook(const std::string& hook, const std::string& axes, c
                             : parent.write_dataset(leaf, shape, static_cast<const float*>(data), gzip_level_);
     ds.set_attr("hook", hook);
     ds.set_attr("axes", axes);
+    if (kv_first_position >= 0) {
+      ds.set_attr("rows", std::string(kKvRowsAppended));
+      ds.set_attr("first_position", kv_first_position);
+    }
   });
 }
 
@@ -432,6 +437,10 @@ void TraceWriter::write(const std::string& hook, const std::string& axes, const 
 }
 void TraceWriter::write(const std::string& hook, const std::string& axes, const Shape& shape, const int32_t* data) {
   write_hook(hook, axes, shape, data, true);
+}
+void TraceWriter::write_kv_rows(const std::string& hook, const Shape& shape, const float* data, int64_t first_position) {
+  if (first_position < 0) throw std::logic_error("TraceWriter: negative first_position for '" + hook + "'");
+  write_hook(hook, "B,Hkv,T,hd", shape, data, false, first_position);
 }
 
 void TraceWriter::set_step_group_attr(const std::string& group, const std::string& key, const std::string& v) {
@@ -480,7 +489,7 @@ void TraceWriter::commit() {
   try {
     h5::Group& root = st_->file.root();
     if (!root.has_attr("format")) root.set_attr("format", std::string("lmscope-trace"));
-    if (!root.has_attr("format_version")) root.set_attr("format_version", int64_t(1));
+    if (!root.has_attr("format_version")) root.set_attr("format_version", kTraceFormatVersion);
     if (!root.has_attr("n_steps")) root.set_attr("n_steps", int64_t(steps_begun_));
     root.set_attr("complete", int64_t(1));   // last: a reader trusts nothing without it
     st_->step = h5::Group();

@@ -24,6 +24,10 @@
 
 namespace lmscope {
 
+// docs/trace-format.md. 2: kv.L.k / kv.L.v hold each step's appended cache rows
+// (trace/kv_rows.h); 1 stored the whole cache at every step. Readers take both.
+constexpr int64_t kTraceFormatVersion = 2;
+
 struct StepInfo {
   int step = 0;
   std::string phase;        // "prefill" or "decode"
@@ -64,6 +68,9 @@ class TraceWriter {
   // on an HDF5 failure (a full disk), std::logic_error on misuse.
   void write(const std::string& hook, const std::string& axes, const Shape& shape, const float* data);
   void write(const std::string& hook, const std::string& axes, const Shape& shape, const int32_t* data);
+  // A kv.L.k / kv.L.v hook's rows appended this step ([B,Hkv,T,hd], trace/kv_rows.h): axes
+  // B,Hkv,T,hd and the attributes rows = "appended", first_position.
+  void write_kv_rows(const std::string& hook, const Shape& shape, const float* data, int64_t first_position);
 
   // Attributes on a group of the current step ("sample" -> /step_NNNN/sample, created on
   // demand): the sampling settings.
@@ -94,7 +101,7 @@ class TraceWriter {
  private:
   struct State;
   void write_hook(const std::string& hook, const std::string& axes, const Shape& shape,
-                  const void* data, bool is_int);
+                  const void* data, bool is_int, int64_t kv_first_position = -1);
   void discard() noexcept;
   void release_temp() noexcept;   // forget the temporary: signal slot, lock
   void publish();                 // fsync + rename to out_path_, refusing a changed target

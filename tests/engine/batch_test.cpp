@@ -62,3 +62,17 @@ TEST(Masks, CombinedIsCausalAndPadding) {
   EXPECT_EQ(row(c, 0), (std::vector<int32_t>{1, 1, 1, 1, 0}));
   EXPECT_EQ(row(c, 1), (std::vector<int32_t>{1, 1, 1, 1, 1}));
 }
+
+// Every prompt is a row of one batch: past kMaxBatchRows the run is refused in one line
+// (10,000 one-token prompts took 6.8 GB on the tiny model).
+TEST(Batch, MorePromptsThanOneBatchTakesIsAnError) {
+  std::vector<std::vector<int32_t>> prompts(kMaxBatchRows + 1, std::vector<int32_t>{5});
+  try {
+    Batch::from_prompts(prompts, PaddingSide::Left, 0);
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "257 prompts: one run takes at most 256 (they form one batch); split them over several runs");
+  }
+  prompts.pop_back();
+  EXPECT_EQ(Batch::from_prompts(prompts, PaddingSide::Left, 0).rows(), int64_t(kMaxBatchRows));
+}

@@ -207,6 +207,16 @@ TEST(GgufModel, MissingTensorIsNamed) {
   expect_error([&] { load_gguf_model(p); }, p, {"tensor 'blk.2.attn_norm.weight' is missing"});
 }
 
+// A block count far past the tensors is refused before room is made for that many layers.
+TEST(GgufModel, BlockCountPastTheTensorsIsRefusedBeforeAllocating) {
+  TempDir d;
+  ggtest::TinyGguf g;
+  g.block_count = 1u << 30;
+  const std::string p = write_gguf(d, ggtest::tiny_gguf(g));
+  expect_error([&] { load_gguf_model(p); }, p,
+               {"block_count is 1073741824 but tensor 'blk.1073741823.attn_norm.weight' is missing"});
+}
+
 // ---- the real file -------------------------------------------------------------------
 
 namespace {

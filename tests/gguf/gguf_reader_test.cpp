@@ -340,3 +340,22 @@ TEST(GgufReader, RandomCorruptionNeverCrashes) {
   }
   EXPECT_GT(errors, 100);
 }
+
+// general.alignment 1 or 2 puts float32 tensors at any address: to_f32 copies such a tensor,
+// so every float load is aligned, with the values of the file.
+TEST(GgufReader, AlignmentOneOrTwoGivesAlignedFloats) {
+  for (uint32_t a : {1u, 2u})
+    for (int pad = 0; pad < 4; ++pad) {
+      TempDir d;
+      Writer w;
+      w.alignment = a;
+      w.kv_u32("general.alignment", a);
+      w.kv_str("pad", std::string(size_t(pad), 'p'));   // moves the data section by a byte
+      w.tensor({"h", {1}, 1, std::string(2, '\0')});      // one f16: x starts 2 bytes later
+      w.tensor_f32("x", {4}, {1.5f, -2.0f, 3.25f, 7.0f});
+      const GgufFile f = GgufFile::open(written(d, w.build()));
+      lmscope::Tensor x = f.to_f32("x");
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(x.f32()) % alignof(float), 0u) << a << " " << pad;
+      EXPECT_EQ(std::vector<float>(x.f32(), x.f32() + 4), (std::vector<float>{1.5f, -2.0f, 3.25f, 7.0f}));
+    }
+}

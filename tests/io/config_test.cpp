@@ -195,3 +195,11 @@ TEST(Config, LoadFromDirectoryOrFile) {
   TempDir empty;
   expect_error([&] { lmscope::load_model_config(empty.str()); }, empty.file("config.json") + ": ", {"cannot open"});
 }
+
+// A value nested 100,000 deep is quoted cut to 60 characters, in one line, without
+// recursing through it (was a stack overflow in the description of the error).
+TEST(Config, DeeplyNestedValueInAnError) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  expect_config_error(qwen2("", {{"architectures", deep}}),
+                      {"field 'architectures' must be a non-empty list of strings, got [[[[[[[[[[", "..."});
+}

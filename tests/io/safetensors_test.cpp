@@ -168,3 +168,32 @@ TEST(Safetensors, AskingForAnAbsentName) {
   const SafetensorsFile f = SafetensorsFile::open(p);
   expect_error([&] { f.tensor("b"); }, p + ": ", {"tensor 'b' is not in this file"});
 }
+
+// A header length that is not a multiple of 4 or 8 (the format does not require one) puts the
+// data at any address: such a tensor is copied, so every float load is aligned, with the values
+// of the file.
+TEST(Safetensors, MisalignedDataIsCopiedAligned) {
+  for (size_t pad : {1, 2, 3, 5}) {
+    TempDir d;
+    const std::string f32 = f32_bytes({1.5f, -2.0f, 3.25f}), bf16 = u16_bytes({0x3F80, 0xC000});   // bf16: 1, -2
+    std::string h = "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]},"
+                    "\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[13,17]}}";
+    while ((8 + h.size()) % 8 != pad) h += ' ';
+    const std::string p = write(d, raw_safetensors(h, f32 + "x" + bf16));
+    SafetensorsFile f = SafetensorsFile::open(p);
+    lmscope::Tensor a = f.tensor("a"), b = f.tensor("b");
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a.f32()) % alignof(float), 0u) << "pad " << pad;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b.raw()) % alignof(uint16_t), 0u) << "pad " << pad;
+    EXPECT_EQ(std::vector<float>(a.f32(), a.f32() + 3), (std::vector<float>{1.5f, -2.0f, 3.25f}));
+    lmscope::Tensor bf = b.to_f32();
+    EXPECT_EQ(std::vector<float>(bf.f32(), bf.f32() + 2), (std::vector<float>{1.0f, -2.0f}));
+  }
+}
+
+// A value nested 100,000 deep in the header is described in one line (the description stops
+// after 60 characters instead of recursing through the whole value).
+TEST(Safetensors, DeeplyNestedHeaderValue) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  expect_open_error(raw_safetensors("{\"x\":{\"dtype\":\"F32\",\"shape\":" + deep + ",\"data_offsets\":[0,0]}}", ""),
+                    {"'x'", "shape"});
+}

@@ -73,3 +73,30 @@ TEST(JinjaLimits, RenderResourceLimits) {
 }
 
 }  // namespace
+
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+// A chat template comes from the model file: nesting 10,000 deep must be one line, not a
+// stack overflow in the parser, the evaluator or the tree's destructor (error.h limits).
+TEST(JinjaLimits, DeepNestingIsRefusedInOneLine) {
+  EXPECT_EQ(error_of("{{ " + repeat("(", 10000) + "1" + repeat(")", 10000) + " }}"),
+            "template 1:68: expression nested more than 64 levels deep");
+  EXPECT_EQ(error_of("{{ " + repeat("[", 10000) + repeat("]", 10000) + " }}"),
+            "template 1:68: expression nested more than 64 levels deep");
+  EXPECT_NE(error_of("{{ 'a'" + repeat(" ~ 'a'", 10000) + " }}").find("expression nested more than 256 levels deep"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ " + repeat("not ", 10000) + "x }}").find("nested more than"), std::string::npos);
+  EXPECT_NE(error_of("{{ " + repeat("- ", 10000) + "1 }}").find("nested more than"), std::string::npos);
+  EXPECT_NE(error_of("{{ 1" + repeat(" if x else 1", 10000) + " }}").find("nested more than"), std::string::npos);
+  EXPECT_NE(error_of("{{ x" + repeat("|lower", 10000) + " }}").find("nested more than 256"), std::string::npos);
+  EXPECT_NE(error_of(repeat("{% if x %}", 10000) + repeat("{% endif %}", 10000)).find("tags nested more than 64 levels deep"),
+            std::string::npos);
+  // ... while what real templates do stays well inside
+  EXPECT_EQ(render("{{ " + repeat("(", 60) + "1" + repeat(")", 60) + " }}"), "1");
+  EXPECT_EQ(render("{{ 'a'" + repeat(" ~ 'a'", 200) + " }}"), std::string(201, 'a'));
+  EXPECT_EQ(render(repeat("{% if 1 %}", 60) + "y" + repeat("{% endif %}", 60)), "y");
+}

@@ -277,6 +277,62 @@ def test_refuses_an_incomplete_trace(tmp_path, how):
     refused(p, "is an incomplete lmscope trace \\(no complete=1")
 
 
+def test_refuses_a_newer_format_version(tmp_path):
+    p = tmp_path / "newer.h5"
+    shutil.copy(golden(TINY), p)
+    with h5py.File(p, "r+") as f:
+        f.attrs["format_version"] = 3
+    refused(p, "has format_version 3; this reader reads 1, 2")
+
+
+# ---- kv.L.k / kv.L.v stored as appended rows (format_version 2) ---------------------------
+def appended_copy(src, dst, drop=None):
+    """The golden (whole cache at every step, as HF wrote it) rewritten as lmscope writes it
+    now: step n keeps the rows S-T..S-1 it appended, with rows = "appended", first_position."""
+    shutil.copy(src, dst)
+    with h5py.File(dst, "r+") as f:
+        f.attrs["format_version"] = 2
+        for name in [n for n in f if n.startswith("step_")]:
+            g = f[name]
+            S, T = int(g.attrs["S"]), int(g.attrs["T"])
+            for ds in list(datasets_by_hook(g).values()):
+                hook = ds.attrs["hook"]
+                if not hook.startswith("kv."):
+                    continue
+                rows, path = ds[:, :, S - T:], ds.name
+                del f[path]
+                if (name, hook) == drop:
+                    continue
+                new = f.create_dataset(path, data=rows)
+                new.attrs.update({"hook": hook, "axes": "B,Hkv,T,hd", "rows": "appended",
+                                  "first_position": np.int32(S - T)})
+
+
+def test_appended_kv_rows_read_back_as_the_whole_cache(tmp_path):
+    p = tmp_path / "appended.h5"
+    appended_copy(golden(TINY), p)
+    with Trace(golden(TINY)) as ref, Trace(p) as t:
+        kv = [h for h in ref.hooks(0) if h.startswith("kv.")]
+        assert len(kv) == 6
+        for step in reversed(ref.steps):            # out of order too: rebuilt from step 0
+            for hook in kv:
+                a, r = t.hook(hook, step), ref.hook(hook, step)
+                assert a.axes == r.axes == ("B", "Hkv", "S", "hd")
+                np.testing.assert_array_equal(a.values, r.values)
+                assert t.h5[step_path(step, hook)].shape[2] == t.step_info(step)["T"]
+        for step in ref.steps:
+            np.testing.assert_array_equal(t.hook("kv.1.k", step).values, ref.hook("kv.1.k", step).values)
+
+
+def test_appended_kv_rows_with_a_step_missing_say_so(tmp_path):
+    p = tmp_path / "gap.h5"
+    appended_copy(golden(TINY), p, drop=("step_0001", "kv.0.v"))
+    with Trace(p) as t:
+        assert t.hook("kv.0.v", 0).values.shape[2] == t.step_info(0)["S"]
+        with pytest.raises(ValueError, match="step 1 kv.0.v: missing, so the cache of step 2 cannot be rebuilt"):
+            t.hook("kv.0.v", 2)
+
+
 def test_missing_file_is_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError, match="No such file"):
         Trace(tmp_path / "nope.h5")

@@ -107,3 +107,48 @@ TEST(LoadErrors, MissingFilesAndBadJson) {
 }
 
 }  // namespace
+
+namespace {
+
+// {"type": "Sequence", key: [ ... leaf ... ]} nested `depth` times, as text: nlohmann's own
+// dump() of such a value would recurse `depth` levels in this test.
+std::string nested_sequence(const std::string& key, const std::string& leaf, int depth) {
+  std::string s;
+  for (int i = 0; i < depth; ++i) s += "{\"type\":\"Sequence\",\"" + key + "\":[";
+  s += leaf;
+  for (int i = 0; i < depth; ++i) s += "]}";
+  return s;
+}
+
+// tiny-qwen2's tokenizer.json with `field` replaced by `text`, loaded: its error ("" if none).
+std::string load_with(const std::string& field, const std::string& text) {
+  json j = read_json("golden/models/tiny-qwen2/tokenizer.json");
+  j[field] = "@@FIELD@@";
+  std::string all = j.dump();
+  all.replace(all.find("\"@@FIELD@@\""), 11, text);
+  testing_util::TempDir tmp;
+  std::ofstream(tmp.path() / "tokenizer.json") << all;
+  return error_of([&] { tok::Tokenizer::load(tmp.path().string()); });
+}
+
+}  // namespace
+
+// Sequences inside Sequences 100,000 deep: one line naming the field, not a stack overflow.
+TEST(TokenizerJsonDepth, NestedSequencesAreRefusedInOneLine) {
+  for (int depth : {17, 100000}) {
+    expect_contains(load_with("normalizer", nested_sequence("normalizers", "{\"type\":\"NFC\"}", depth)),
+                    {"tokenizer.json", "normalizer.normalizers[0]", "Sequence nested more than 16 levels deep"});
+    expect_contains(load_with("pre_tokenizer", nested_sequence("pretokenizers", "{\"type\":\"Digits\"}", depth)),
+                    {"tokenizer.json", "pre_tokenizer.pretokenizers[0]", "Sequence nested more than 16 levels deep"});
+    expect_contains(load_with("post_processor", nested_sequence("processors", "{\"type\":\"ByteLevel\"}", depth)),
+                    {"tokenizer.json", "post_processor.processors[0]", "Sequence nested more than 16 levels deep"});
+  }
+  // 16 levels load
+  EXPECT_EQ(load_with("normalizer", nested_sequence("normalizers", "{\"type\":\"NFC\"}", 16)), "(no error)");
+}
+
+// A vocabulary id far past the entries would size the id table by it (2^28: gigabytes).
+TEST_F(BadTokenizerJson, VocabularyIdFarPastTheEntries) {
+  expect_contains(load_error([](json& j) { j["model"]["vocab"]["zzz"] = 1 << 28; }),
+                  {"model.vocab", "token id 268435456 leaves more than 1048576 ids unused", "the vocabulary has"});
+}

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <functional>
+#include <nlohmann/json.hpp>
 
 #include "io/hdf5.h"
 #include "tests/test_util.h"
@@ -277,4 +278,110 @@ TEST(TraceHostile, DiffOnAHostileFileIsOneLineAndExit2) {
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   expect_has(r.err, {"lmscope-diff: error:", bad, "'format'", "not a single string"});
+}
+
+namespace {
+
+// Replaces /step_0000/embed of a synthetic trace (B=2, T=4, D=8) by what `make` creates
+// there, then copies the hook and axes attributes onto it unless it set them.
+void replace_embed(const std::string& path, const std::function<hid_t(hid_t)>& make, const char* axes = "B,T,D") {
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  if (f < 0) throw std::runtime_error("test setup: cannot open " + path);
+  check(H5Ldelete(f, "step_0000/embed", H5P_DEFAULT), "delete embed");
+  hid_t s = H5Gopen2(f, "step_0000", H5P_DEFAULT);
+  hid_t d = make(s);
+  if (H5Aexists(d, "hook") <= 0) vlen_string_attr(d, "hook", {"embed"}, true);
+  if (H5Aexists(d, "axes") <= 0) vlen_string_attr(d, "axes", {axes}, true);
+  H5Dclose(d);
+  H5Gclose(s);
+  H5Fclose(f);
+}
+
+hid_t float_dataset(hid_t parent, std::vector<hsize_t> dims) {
+  hid_t sp = H5Screate_simple(int(dims.size()), dims.data(), nullptr);
+  size_t n = 1;
+  for (hsize_t d : dims) n *= d;
+  std::vector<float> v(n, 0.5f);
+  hid_t d = H5Dcreate2(parent, "embed", H5T_IEEE_F32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  check(H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), "embed");
+  H5Sclose(sp);
+  return d;
+}
+
+CliRun diff(const std::string& a, const std::string& b, const std::string& flags) {
+  return run_cli(std::string(LMSCOPE_BINARY_DIR) + "/lmscope-diff " + a + " " + b + " " + flags);
+}
+
+// lmscope-diff A REF with each of `flags`: exit 2 (bad input) and one line holding `what`.
+void expect_diff_refuses(const std::string& a, const std::string& ref, std::initializer_list<const char*> flags,
+                         const std::string& what) {
+  for (const char* f : flags) {
+    CliRun d = diff(a, ref, f);
+    EXPECT_EQ(d.code, 2) << f << ": " << d.err;
+    EXPECT_EQ(std::count(d.err.begin(), d.err.end(), '\n'), 1) << d.err;
+    expect_has(d.err, {"lmscope-diff: error:", what});
+  }
+}
+
+// Two identical synthetic traces: `a` to damage, `ref` to diff it against.
+struct TwoTraces {
+  TempDir dir;
+  const std::string a = dir.file("a.h5"), ref = dir.file("ref.h5");
+  TwoTraces() {
+    write_synthetic_trace(a);
+    write_synthetic_trace(ref);
+  }
+};
+
+}  // namespace
+
+// Axis names index the shape (row selection, last positions): a name list longer or shorter
+// than the rank is refused when the hook is read.
+TEST(TraceHostile, AxesThatDoNotMatchTheRank) {
+  TwoTraces t;
+  const std::string &a = t.a, &ref = t.ref;
+  replace_embed(a, [](hid_t s) { return float_dataset(s, {2, 4, 8}); }, "B");
+  expect_has(error_of([&] { TraceReader(a).read(0, "embed"); }),
+             {a, "step_0000 embed: axes 'B' name 1 axes but the dataset has 3"});
+  expect_diff_refuses(a, ref, {"--last-position", "--row 0", "--row 1 --last-position", ""}, "axes 'B' name 1 axes");
+  replace_embed(a, [](hid_t s) { return float_dataset(s, {2, 4, 8}); }, "B,T,D,X,Y");
+  expect_has(error_of([&] { TraceReader(a).read(0, "embed"); }), {"name 5 axes but the dataset has 3"});
+}
+
+TEST(TraceHostile, NullDataspaceWithRowOrLastPosition) {
+  TwoTraces t;
+  const std::string &a = t.a, &ref = t.ref;
+  replace_embed(a, [](hid_t s) {
+    hid_t sp = H5Screate(H5S_NULL);
+    hid_t d = H5Dcreate2(s, "embed", H5T_IEEE_F32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Sclose(sp);
+    return d;
+  });
+  expect_diff_refuses(a, ref, {"--last-position", "--row 0", "--row 1", "--json"}, "null dataspace");
+}
+
+// A hook attribute is echoed into --json: bytes that are not UTF-8 become U+FFFD there.
+TEST(TraceHostile, NonUtf8HookAttributeWithJson) {
+  TwoTraces t;
+  const std::string &a = t.a, &ref = t.ref;
+  replace_embed(a, [](hid_t s) {
+    hid_t d = float_dataset(s, {2, 4, 8});
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, 6);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t at = H5Acreate2(d, "hook", t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    check(H5Awrite(at, t, "em\xff" "bed"), "hook");
+    H5Aclose(at);
+    H5Sclose(sp);
+    H5Tclose(t);
+    return d;
+  });
+  CliRun d = diff(a, ref, "--json");
+  EXPECT_EQ(d.code, 1) << d.err;   // embed is missing in A; the odd name is only in A
+  EXPECT_TRUE(d.err.empty()) << d.err;
+  nlohmann::json j = nlohmann::json::parse(d.out);   // throws unless the output is valid JSON
+  ASSERT_EQ(j["only_in_a"].size(), 1u);
+  EXPECT_EQ(j["only_in_a"][0]["hook"], "em\xEF\xBF\xBD" "bed");
+  EXPECT_EQ(j["missing_in_a"][0]["hook"], "embed");
 }

@@ -49,7 +49,7 @@ TEST(TraceRoundTrip, WriteThenRead) {
 
   TraceReader r(path);
   EXPECT_EQ(r.root_attr_string("format"), "lmscope-trace");
-  EXPECT_EQ(r.root_attr_int("format_version"), 1);
+  EXPECT_EQ(r.root_attr_int("format_version"), kTraceFormatVersion);
   EXPECT_EQ(r.root_attr_int("complete"), 1);
   EXPECT_EQ(r.root_attr_int("n_steps"), 2);
   EXPECT_EQ(r.root_attr_string("producer"), "lmscope test");
