@@ -4,6 +4,9 @@
 //   ```sh            a runnable bash script: run with set -e and pipefail, from a scratch
 //   ...              directory where build/, golden/ and models/ point at the build and the
 //   ```              repository (so `build/lmscope-trace ...` works as in a checkout).
+//                    Under pipefail, `tool | head -N` fails at random: head exits after N
+//                    lines and a tool still writing dies of SIGPIPE (exit 141). Blocks take
+//                    the first lines with `sed -n 1,Np`, which reads to the end.
 //   <!-- expect: TEXT -->   (any number, right after the closing fence) text that the
 //                           block's stdout must contain.
 //
