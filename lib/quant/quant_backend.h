@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "backend/backend.h"
+#include "backend/forwarding_backend.h"
 #include "model/weights.h"
 #include "trace/trace.h"
 
@@ -24,9 +24,9 @@ namespace lmscope::quant {
 
 enum class ActScheme { Float, Token, Static };
 
-class QuantBackend final : public Backend {
+class QuantBackend final : public ForwardingBackend {
  public:
-  explicit QuantBackend(Backend& inner) : inner_(inner) {}
+  explicit QuantBackend(Backend& inner) : ForwardingBackend(inner) {}
 
   // Forgets earlier names, then names each layer's linears of `w` (host tensors, before the
   // Decoder prepares them; prepare_weight carries the name to the prepared copy).
@@ -41,36 +41,8 @@ class QuantBackend final : public Backend {
   int64_t saturated() const { return saturated_; }
   void reset_saturated() { saturated_ = 0; }
 
-  std::string name() const override { return inner_.name(); }
-  std::string compute_dtype() const override { return inner_.compute_dtype(); }
-  Tensor alloc(const Shape& shape) override { return inner_.alloc(shape); }
   Tensor prepare_weight(const Tensor& host_weight) override;
-  Tensor to_host(const Tensor& t) override { return inner_.to_host(t); }
-  Tensor upload(const Tensor& host) override { return inner_.upload(host); }
-  Tensor to_host_async(const Tensor& t) override { return inner_.to_host_async(t); }
-  bool host_copies_are_async() const override { return inner_.host_copies_are_async(); }
-  void synchronize() override { inner_.synchronize(); }
-  void begin_forward(int64_t B, int64_t T) override { inner_.begin_forward(B, T); }
-  void abandon_forward() override { inner_.abandon_forward(); }
-
-  void embed(Tensor& out, const Tensor& ids, const Tensor& table) override { inner_.embed(out, ids, table); }
-  void rmsnorm(Tensor& out, const Tensor& x, const Tensor& weight, float eps) override {
-    inner_.rmsnorm(out, x, weight, eps);
-  }
   void linear(Tensor& out, const Tensor& x, const Tensor& W, const Tensor& bias) override;
-  void split_heads(Tensor& out, const Tensor& x) override { inner_.split_heads(out, x); }
-  void rope(Tensor& out, const Tensor& x, const Tensor& cos, const Tensor& sin) override {
-    inner_.rope(out, x, cos, sin);
-  }
-  void kv_write(Tensor& cache, const Tensor& x, int64_t offset) override { inner_.kv_write(cache, x, offset); }
-  Tensor kv_read(const Tensor& cache, int64_t S) override { return inner_.kv_read(cache, S); }
-  void attention(Tensor& z, const Tensor& q, const Tensor& k, const Tensor& v, int64_t S, const Tensor& mask,
-                 float scale, Tensor* scores, Tensor* probs) override {
-    inner_.attention(z, q, k, v, S, mask, scale, scores, probs);
-  }
-  void swiglu(Tensor& out, const Tensor& gate, const Tensor& up) override { inner_.swiglu(out, gate, up); }
-  void add(Tensor& out, const Tensor& a, const Tensor& b) override { inner_.add(out, a, b); }
-  void select_column(Tensor& out, const Tensor& x, int64_t t) override { inner_.select_column(out, x, t); }
 
  private:
   struct LinearId {
@@ -80,7 +52,6 @@ class QuantBackend final : public Backend {
   // x (host, [..., I]) quantized per the scheme; scales and saturated counts per row.
   Tensor quantize_input(const Tensor& x, const LinearId& id, Tensor& scales, Tensor& saturated);
 
-  Backend& inner_;
   ActScheme act_ = ActScheme::Float;
   Trace* trace_ = nullptr;
   bool calibrating_ = false;
