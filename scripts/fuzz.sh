@@ -19,12 +19,14 @@ cmake --build build-fuzz -j"${JOBS:-$(nproc)}" --target "${targets[@]}"
 mkdir -p build-fuzz/findings
 status=0
 for t in "${targets[@]}"; do
+  seeds="fuzz/corpus/${t#fuzz_}"   # fuzz_gguf reads fuzz/corpus/gguf
+  [ -d "$seeds" ] || { echo "fuzz: no seed corpus $seeds"; exit 1; }
   mkdir -p "build-fuzz/corpus/$t"
   echo "== $t: ${seconds}s"
   if ! ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1" \
        "build-fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len=1048576 \
        -artifact_prefix="build-fuzz/findings/$t-" -print_final_stats=1 \
-       "build-fuzz/corpus/$t" "fuzz/corpus/$t" 2>&1 | tee "build-fuzz/$t.log" | grep -E "^(#[0-9]+ +DONE|==[0-9]+==ERROR|SUMMARY|stat::number_of_executed_units)"; then
+       "build-fuzz/corpus/$t" "$seeds" 2>&1 | tee "build-fuzz/$t.log" | grep -E "^(#[0-9]+ +DONE|==[0-9]+==ERROR|SUMMARY|stat::number_of_executed_units)"; then
     :
   fi
   if grep -qE "ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: " "build-fuzz/$t.log"; then
