@@ -197,7 +197,7 @@ TEST(Config, LoadFromDirectoryOrFile) {
 }
 
 // A value nested 100,000 deep is quoted cut to 60 characters, in one line, without
-// recursing through it (was a stack overflow in the description of the error).
+// recursing through it (recursion that deep would overflow the stack).
 TEST(Config, DeeplyNestedValueInAnError) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   expect_config_error(qwen2("", {{"architectures", deep}}),

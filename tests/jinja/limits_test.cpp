@@ -23,7 +23,7 @@ TEST(JinjaLimits, IntegerOverflowIsAnErrorNamingTheOperation) {
   EXPECT_NE(error_of("{{ 4294967296 * 4294967296 }}").find("integer overflow in 4294967296 * 4294967296"),
             std::string::npos);
   EXPECT_NE(error_of("{{ -" + kMin + " }}").find("integer overflow in -(-9223372036854775808)"), std::string::npos);
-  // ** is left-associative, as in Jinja: (10 ** 10) ** 10 (was 0).
+  // ** is left-associative, as in Jinja: (10 ** 10) ** 10, checked (int64 overflow is an error).
   EXPECT_NE(error_of("{{ 10 ** 10 ** 10 }}").find("integer overflow in 10000000000 ** 10"), std::string::npos);
   EXPECT_NE(error_of("{{ 2 ** 63 }}").find("integer overflow in 2 ** 63"), std::string::npos);
   EXPECT_NE(error_of("{{ xs.99999999999999999999 }}", {{"xs", Value(List{})}}).find("number 99999999999999999999 is out of range"),

@@ -61,7 +61,7 @@ TEST(QuantCli, IdentitySchemeHasZeroErrorEverywhere) {
 }
 
 TEST(QuantCli, SmolLM2StoredBlocksAreTheIdentity) {
-  if (!std::filesystem::exists(kSmol)) GTEST_SKIP() << "absent: " << kSmol;
+  if (!std::filesystem::exists(kSmol)) GTEST_SKIP() << kSmol << " is absent (scripts/fetch-model.sh fetches it)";
   nlohmann::json j = quant_json(kSmol, "--prompt 'What is the capital of France?' --scheme gguf-blocks --scheme w8a8");
   expect_identity(j["schemes"][0]);
   // Q4_1 as stored: 20 bytes per 32 weights in the linears, fewer bytes than w8a8's int8.

@@ -134,7 +134,7 @@ TEST(QuantSchemes, W4GroupEndsARowInAShorterGroup) {
 
 TEST(QuantSchemes, StoredGgufBlocksAreTheIdentity) {
   const std::string path = std::string(LMSCOPE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "absent: " << path;
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is absent (scripts/fetch-model.sh fetches it)";
   LoadedModel m = load_model(path);
   const Weights ref = float_reference(m.weights);
   const SchemeWeights ids = stored_blocks_weights(m.weights);

@@ -180,9 +180,9 @@ TEST(TraceAtomic, NeverReplacesASpecialFile) {
 }
 
 TEST(TraceAtomic, LeavesTheUsersOwnPartialFilesAlone) {
-  // `<out>.partial` used to be the writer's fixed temporary: truncated, then deleted, and
-  // through a hard link its target destroyed. The writer now never opens a name it did not
-  // create with O_EXCL.
+  // A user's own `<out>.partial` (or a hard link named so) is not the writer's temporary:
+  // the writer opens only names it created itself with O_EXCL, so that file and its link
+  // target stay as they were.
   TempDir dir;
   std::string path = dir.file("t.h5");
   std::string precious = dir.file("precious.txt");
@@ -421,8 +421,8 @@ TEST(TraceAtomic, SignalHandlersOnlyWhileAWriterIsAliveAndNeverOverAnIgnoredSign
 }
 
 TEST(TraceAtomic, FileSizeLimitIsOneLineAndExit1) {
-  // A full disk, as a file-size limit (RLIMIT_FSIZE) on the real tool: it used to die by
-  // SIGXFSZ, and with SIGXFSZ ignored, by SIGSEGV in HDF5's exit handler after the error.
+  // A full disk, as a file-size limit (RLIMIT_FSIZE) on the real tool: with SIGXFSZ default
+  // or ignored, one line and exit 1, no signal (also none from HDF5's exit handler).
   for (bool ignore_xfsz : {false, true}) {
     TempDir dir;
     std::string path = dir.file("t.h5");

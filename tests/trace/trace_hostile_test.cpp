@@ -105,7 +105,7 @@ void expect_has(const std::string& m, const std::vector<std::string>& parts) {
 }  // namespace
 
 TEST(TraceHostile, FormatIsAnArrayOfVariableLengthStrings) {
-  // H5Aread used to write three char* into one: a stack overflow on any file diff opens.
+  // H5Aread on a string array writes one char* per element: reading it into one is a stack overflow.
   TempDir dir;
   std::string p = dir.file("vlen_array.h5");
   write_trace(p, [](hid_t f) { vlen_string_attr(f, "format", {"lmscope-trace", "x", "y"}, false); }, false);
@@ -150,7 +150,7 @@ TEST(TraceHostile, StepAttributeOfTheWrongShapeOrType) {
 }
 
 TEST(TraceHostile, HugeUnallocatedDatasetIsNotAllocated) {
-  // 2^40 float32 with nothing stored: reading it used to allocate 8 TB of doubles.
+  // 2^40 float32 with nothing stored: the reader must refuse before allocating 8 TB of doubles.
   TempDir dir;
   std::string p = dir.file("huge.h5");
   write_trace(p, [](hid_t f) {
@@ -252,7 +252,7 @@ TEST(TraceHostile, DeeplyNestedGroupsAreRefused) {
 }
 
 TEST(TraceHostile, StepNumberFarBeyondTheGroupsPresent) {
-  // step_999999999 used to resize the step table to a billion entries.
+  // step_999999999 must not size the step table to a billion entries.
   TempDir dir;
   std::string p = dir.file("far.h5");
   write_trace(p, [](hid_t f) { group(f, "step_999999999"); });
