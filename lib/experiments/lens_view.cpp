@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "io/format_number.h"
+
 namespace lmscope {
 
 int LensColumn::settles_at() const {
@@ -47,12 +49,6 @@ std::vector<LensColumn> LensCollector::columns(const std::vector<int32_t>& promp
 }
 
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 // At most `cols` display columns of s (whole UTF-8 characters), "…" marking a cut.
 std::string clip(const std::string& s, size_t cols) {

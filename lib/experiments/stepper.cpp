@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "experiments/run.h"
+#include "io/format_number.h"
 #include "kernels/attention_math.cuh"
 #include "tokenizer/encode_trace.h"
 #include "trace/hooks.h"
@@ -17,12 +18,6 @@
 namespace lmscope {
 
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 std::string pad_right(std::string s, size_t n) {
   // Display width ~ code points (good enough for token text).

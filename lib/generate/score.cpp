@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "generate/batch.h"
+#include "io/format_number.h"
 
 namespace lmscope {
 
@@ -111,12 +112,6 @@ RangeSummary summarize_range(const ScoreResult& r, int64_t text, int64_t from, i
 // ---- reports ------------------------------------------------------------------------------
 
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 }  // namespace
 
