@@ -30,16 +30,20 @@ std::string normalize_newlines(const std::string& src) {
 
 Source::Source(const std::string& text) : text_(normalize_newlines(text)) {
   line_starts_.push_back(0);
-  for (size_t i = 0; i < text_.size(); ++i)
+  chars_before_.reserve(text_.size() + 1);
+  uint32_t chars = 0;
+  for (size_t i = 0; i < text_.size(); ++i) {
+    chars_before_.push_back(chars);
+    if ((static_cast<unsigned char>(text_[i]) & 0xC0) != 0x80) ++chars;   // a byte that starts a character
     if (text_[i] == '\n') line_starts_.push_back(i + 1);
+  }
+  chars_before_.push_back(chars);
 }
 
 Pos Source::pos(size_t offset) const {
   offset = std::min(offset, text_.size());
   size_t line = size_t(std::upper_bound(line_starts_.begin(), line_starts_.end(), offset) - line_starts_.begin());
-  int col = 1;   // in characters: count the bytes that start one
-  for (size_t i = line_starts_[line - 1]; i < offset; ++i)
-    if ((static_cast<unsigned char>(text_[i]) & 0xC0) != 0x80) ++col;
+  const int col = 1 + int(chars_before_[offset] - chars_before_[line_starts_[line - 1]]);   // in characters
   return {int(line), col};
 }
 
@@ -87,6 +91,7 @@ std::vector<Segment> split_segments(const Source& source) {
     size_t body_start = ts + 2 + (sign ? 1 : 0);
     std::string closing = kind == '{' ? "}}" : kind == '%' ? "%}" : "#}";
     size_t ce = std::string::npos;
+    bool bracket_left_open = false;
     if (kind == '#') {
       ce = src.find("#}", body_start);
     } else {
@@ -112,7 +117,10 @@ std::vector<Segment> split_segments(const Source& source) {
         if (c == '(' || c == '[' || c == '{') ++depth;
         else if (c == ')' || c == ']' || c == '}') --depth;
       }
-      if (ce == std::string::npos) ce = first;
+      if (ce == std::string::npos) {
+        ce = first;
+        bracket_left_open = true;
+      }
     }
     if (ce == std::string::npos)
       fail(source.pos(ts), std::string("'{") + kind + "' is never closed (no '" + closing + "')");
@@ -120,6 +128,9 @@ std::vector<Segment> split_segments(const Source& source) {
     std::string body = src.substr(body_start, ce - body_start - (end_sign ? 1 : 0));
     if (kind == '{') out.push_back({Segment::Type::Expr, body, body_start});
     else if (kind == '%') out.push_back({Segment::Type::Stmt, body, body_start});
+    // A tag with a bracket left open cannot parse, so the parser stops at it: the rest is not
+    // split (each such tag scans to the end of the template, quadratic if we went on).
+    if (bracket_left_open) break;
     size_t after = ce + 2;
     if (end_sign == '-') {   // -%} strips all whitespace after the tag
       while (after < src.size() && is_ws(src[after])) ++after;

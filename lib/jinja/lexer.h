@@ -14,7 +14,9 @@
 namespace lmscope::jinja {
 
 // The template text as Jinja reads it ("\r\n" and "\r" -> "\n", one trailing newline dropped)
-// and where its lines start, to turn a byte offset into line:col.
+// and where its lines start, to turn a byte offset into line:col. Every token asks for its
+// position, so pos() is O(log lines): columns come from a running count of UTF-8 characters
+// (scanning from the line's start would make a one-line template quadratic to lex).
 class Source {
  public:
   explicit Source(const std::string& text);
@@ -24,6 +26,7 @@ class Source {
  private:
   std::string text_;
   std::vector<size_t> line_starts_;
+  std::vector<uint32_t> chars_before_;   // [offset]: characters that start before byte offset
 };
 
 struct Segment {

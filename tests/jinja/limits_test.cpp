@@ -100,3 +100,14 @@ TEST(JinjaLimits, DeepNestingIsRefusedInOneLine) {
   EXPECT_EQ(render("{{ 'a'" + repeat(" ~ 'a'", 200) + " }}"), std::string(201, 'a'));
   EXPECT_EQ(render(repeat("{% if 1 %}", 60) + "y" + repeat("{% endif %}", 60)), "y");
 }
+
+// A long one-line template lexes in linear time: every token's line:col comes from a running
+// character count, and the first tag with a bracket left open ends the split (it cannot
+// parse). Columns count characters, not bytes: "é" is 2 bytes, 1 column.
+TEST(JinjaLimits, LongOneLineTemplatesKeepTheirPositions) {
+  EXPECT_EQ(render(repeat("{{ x }}", 100000), {{"x", Value(std::string("a"))}}), std::string(100000, 'a'));
+  EXPECT_EQ(error_of("{{ x + }}"), "template 1:8: unexpected end of the tag");
+  EXPECT_EQ(error_of(repeat("é", 50000) + "{{ x + }}"), "template 1:50008: unexpected end of the tag");
+  // 100,000 tags each with an open bracket: the first names the error (column 4: its "(").
+  EXPECT_EQ(error_of(repeat("{{ ( }}", 100000)), error_of("{{ ( }}"));
+}
