@@ -1,4 +1,5 @@
 #include "io/hdf5.h"
+#include "io/hdf5_deadline.h"
 
 #include <hdf5.h>
 #include <sys/stat.h>
@@ -177,6 +178,7 @@ int Handle::close() {
 void Object::fail(const std::string& what) const { throw_h5(file_, name_, what); }
 
 std::string Object::identity() const {
+  const ReadDeadline deadline(file_);
   std::string key;
 #if H5_VERSION_GE(1, 12, 0)
   H5O_info2_t info;
@@ -236,12 +238,14 @@ void Object::set_attr(const std::string& key, const std::vector<int32_t>& v) {
 }
 
 bool Object::has_attr(const std::string& key) const {
+  const ReadDeadline deadline(file_);
   htri_t r = H5Aexists(id(), key.c_str());
   if (r < 0) fail("cannot look up attribute '" + key + "'");
   return r > 0;
 }
 
 std::vector<std::string> Object::attr_names() const {
+  const ReadDeadline deadline(file_);
   std::vector<std::string> names;
   hsize_t idx = 0;
   auto cb = [](hid_t, const char* name, const H5A_info_t*, void* data) -> herr_t {
@@ -262,6 +266,7 @@ Handle open_attr(const Object& obj, const std::string& key) {
   return Handle(H5Aopen(obj.id(), key.c_str(), H5P_DEFAULT), H5Aclose);
 }
 H5T_class_t attr_class(const Object& obj, const std::string& key) {
+  const ReadDeadline deadline(obj.file_path());
   Handle a = open_attr(obj, key);
   Handle t(H5Aget_type(a.get()), H5Tclose);
   return t.valid() ? H5Tget_class(t.get()) : H5T_NO_CLASS;
@@ -285,6 +290,7 @@ bool Object::attr_is_string(const std::string& key) const { return attr_class(*t
 bool Object::attr_is_int(const std::string& key) const { return attr_class(*this, key) == H5T_INTEGER; }
 
 std::string Object::attr_string(const std::string& key) const {
+  const ReadDeadline deadline(file_);
   Handle a = open_attr(*this, key);
   if (!a.valid()) fail("cannot open attribute '" + key + "'");
   Handle ft(H5Aget_type(a.get()), H5Tclose);
@@ -318,6 +324,7 @@ std::string Object::attr_string(const std::string& key) const {
 }
 
 std::vector<double> Object::attr_doubles(const std::string& key) const {
+  const ReadDeadline deadline(file_);
   Handle a = open_attr(*this, key);
   if (!a.valid()) fail("cannot open attribute '" + key + "'");
   Handle ft(H5Aget_type(a.get()), H5Tclose);
@@ -330,6 +337,7 @@ std::vector<double> Object::attr_doubles(const std::string& key) const {
 }
 
 int64_t Object::attr_int(const std::string& key) const {
+  const ReadDeadline deadline(file_);
   Handle a = open_attr(*this, key);
   if (!a.valid()) fail("cannot open attribute '" + key + "'");
   Handle ft(H5Aget_type(a.get()), H5Tclose);
@@ -349,6 +357,7 @@ double Object::attr_double(const std::string& key) const {
 }
 
 std::vector<int32_t> Object::attr_ints(const std::string& key) const {
+  const ReadDeadline deadline(file_);
   Handle a = open_attr(*this, key);
   if (!a.valid()) fail("cannot open attribute '" + key + "'");
   Handle ft(H5Aget_type(a.get()), H5Tclose);
@@ -362,6 +371,7 @@ std::vector<int32_t> Object::attr_ints(const std::string& key) const {
 // ---- Dataset ---------------------------------------------------------------------------
 
 Shape Dataset::shape() const {
+  const ReadDeadline deadline(file_);
   Handle sp(H5Dget_space(id()), H5Sclose);
   if (!sp.valid()) fail("cannot get dataspace");
   if (H5Sget_simple_extent_type(sp.get()) == H5S_NULL) fail("has a null dataspace (no value)");
@@ -394,12 +404,14 @@ size_t Dataset::checked_numel(size_t file_elem_bytes) const {
 }
 
 bool Dataset::is_int() const {
+  const ReadDeadline deadline(file_);
   Handle t(H5Dget_type(id()), H5Tclose);
   if (!t.valid()) fail("cannot get type");
   return H5Tget_class(t.get()) == H5T_INTEGER;
 }
 
 DatasetData Dataset::read() const {
+  const ReadDeadline deadline(file_);
   Handle ft(H5Dget_type(id()), H5Tclose);
   if (!ft.valid()) fail("cannot get type");
   H5T_class_t c = H5Tget_class(ft.get());
@@ -419,6 +431,7 @@ DatasetData Dataset::read() const {
 }
 
 std::vector<std::string> Dataset::read_strings() const {
+  const ReadDeadline deadline(file_);
   Handle ft(H5Dget_type(id()), H5Tclose);
   if (!ft.valid() || H5Tget_class(ft.get()) != H5T_STRING) fail("is not a string dataset");
   size_t n = checked_numel(H5Tget_size(ft.get()));
@@ -471,6 +484,7 @@ Group Group::create_group(const std::string& path) {
 }
 
 Group Group::open_group(const std::string& path) const {
+  const ReadDeadline deadline(file_);
   std::string full = child_name(path);
   if (!exists(path)) throw std::runtime_error("HDF5 '" + file_ + "': no group " + full);
   Handle g(H5Gopen2(id(), path.c_str(), H5P_DEFAULT), H5Gclose);
@@ -479,6 +493,7 @@ Group Group::open_group(const std::string& path) const {
 }
 
 bool Group::exists(const std::string& path) const {
+  const ReadDeadline deadline(file_);
   // H5Lexists on "a/b" fails (rather than returning false) when "a" is missing: walk it.
   std::string cur;
   for (const std::string& part : split_slash(path)) {
@@ -493,6 +508,7 @@ bool Group::exists(const std::string& path) const {
 }
 
 ChildKind Group::kind(const std::string& path) const {
+  const ReadDeadline deadline(file_);
   // H5Oopen + H5Iget_type: the same call in HDF5 1.10 and 1.12 (H5O_info_t changed).
   Handle o(H5Oopen(id(), path.c_str(), H5P_DEFAULT), H5Oclose);
   if (!o.valid()) throw_h5(file_, child_name(path), "cannot open object");
@@ -503,6 +519,7 @@ ChildKind Group::kind(const std::string& path) const {
 }
 
 std::vector<std::string> Group::children() const {
+  const ReadDeadline deadline(file_);
   std::vector<std::string> names;
   hsize_t idx = 0;
   auto cb = [](hid_t, const char* name, const H5L_info_t*, void* data) -> herr_t {
@@ -568,6 +585,7 @@ Dataset Group::write_strings(const std::string& name, const Shape& shape, const 
 }
 
 Dataset Group::open_dataset(const std::string& path) const {
+  const ReadDeadline deadline(file_);
   std::string full = child_name(path);
   if (!exists(path)) throw std::runtime_error("HDF5 '" + file_ + "': no dataset " + full);
   Handle d(H5Dopen2(id(), path.c_str(), H5P_DEFAULT), H5Dclose);
@@ -614,6 +632,7 @@ File File::create_new(const std::string& path, bool* exists_already) {
 }
 
 File File::open_read(const std::string& path) {
+  const ReadDeadline deadline(path);
   silence_errors();
   Handle fapl = strong_fapl();
   Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
@@ -624,6 +643,7 @@ File File::open_read(const std::string& path) {
 }
 
 bool File::is_hdf5(const std::string& path) {
+  const ReadDeadline deadline(path);
   silence_errors();
   htri_t r = H5Fis_hdf5(path.c_str());
   H5Eclear2(H5E_DEFAULT);

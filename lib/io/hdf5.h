@@ -6,7 +6,8 @@
 // Readers trust nothing a file says about itself: before any read, the type class, the
 // number of elements and the bytes the file really stores are checked, so a hostile header
 // (a string array where one string is expected, 2^40 elements with nothing stored) ends in
-// the same one-line error instead of an overflow or a huge allocation.
+// the same one-line error instead of an overflow or a huge allocation. Every read runs under a
+// deadline (io/hdf5_deadline.h): libhdf5 1.10.8 loops forever on some damaged files.
 #pragma once
 #include <cstdint>
 #include <string>
