@@ -223,3 +223,25 @@ TEST_F(ReportSections, HfTracesRenderTheSectionsTheirHooksAllow) {
     EXPECT_EQ(dom.find("Trace with --lens K") != std::string::npos, !lens);
   }
 }
+
+// The HF lens references (golden/lens, lmscope-hf-trace --lens): the lens section of a trace
+// made by another producer shows the file's top tokens, in the prefill and in a decode step.
+TEST_F(ReportSections, HfLensTracesShowTheFilesTopTokens) {
+  need_browser();
+  for (const char* name : {"tiny-qwen2", "tiny-llama"}) {
+    SCOPED_TRACE(name);
+    const std::string trace = kSrc + "/golden/lens/" + name + "-lens.h5", model = kSrc + "/golden/models/" + name;
+    const std::string dom = render(trace, dir_->file(std::string(name) + "-lens.html"), "", " --model " + model);
+    ASSERT_NE(element_at(dom, "lens-table"), std::string::npos);
+    const tok::Tokenizer tk = tok::Tokenizer::load(model);
+    TraceReader tr(trace);
+    ASSERT_NE(tr.root_attr_string("producer").find("hf-transformers"), std::string::npos);
+    HookData ids0 = tr.read(0, "lens.layers.0.topk_ids"), probs0 = tr.read(0, "lens.layers.0.topk_probs");
+    expect_lens_cell(dom, 0, 5, int32_t(at3(ids0, 0, 5, 0)), at3(probs0, 0, 5, 0), tk);
+    const int last = tr.n_steps() - 1;
+    ASSERT_GE(last, 1);
+    HookData ids = tr.read(last, "lens.layers.1.topk_ids"), probs = tr.read(last, "lens.layers.1.topk_probs");
+    const int column = int(tr.step_info(last).past_length + ids.shape[1] - 1);
+    expect_lens_cell(dom, 1, column, int32_t(at3(ids, 0, ids.shape[1] - 1, 0)), at3(probs, 0, ids.shape[1] - 1, 0), tk);
+  }
+}
