@@ -1,7 +1,8 @@
 // lmscope-report: one self-contained HTML page from a trace (docs/report.md): the run, the
 // tokens and their merges, the masks, attention heatmaps with a layer x head overview, the
-// residual stream's norms, and each generation step's top-k and sampling audit. Or, with
-// --svg, one picture for a slide.
+// residual stream's norms, the logit lens (when traced with --lens), and each generation
+// step's top-k and sampling audit, one batch row at a time. Or, with --svg, one picture for a
+// slide.
 //
 //   lmscope-report trace.h5 -o report.html [--layers 0,15,29] [--steps 0-3]
 //   lmscope-report trace.h5 --svg attention --layer 3 --head 2 [--step 0] -o attn.svg

@@ -6,10 +6,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 
 #include "tokenizer/tokenizer.h"
+#include "trace/hooks.h"
 
 namespace lmscope {
 
@@ -36,24 +38,29 @@ double round_significant(double v, int digits) {
 
 namespace {
 
-// "layers.12.attn.probs" -> 12; -1 when the hook is not a layer's.
-int layer_of(const std::string& hook) {
-  for (const char* prefix : {"layers.", "kv."})
+// A layer's hook: its layer and where the layer number starts and ends in the name
+// ("lens.layers.12.topk_ids" -> 12, [12, 14)); layer -1 when the hook is not a layer's.
+struct LayerPart {
+  int layer = -1;
+  size_t begin = 0, end = 0;
+};
+LayerPart layer_part(const std::string& hook) {
+  for (const char* prefix : {"layers.", "kv.", "lens.layers."})
     if (hook.rfind(prefix, 0) == 0) {
       const char* p = hook.c_str() + std::string(prefix).size();
       char* end = nullptr;
       long L = std::strtol(p, &end, 10);
-      if (end != p && *end == '.') return int(L);
+      if (end != p && *end == '.') return {int(L), size_t(p - hook.c_str()), size_t(end - hook.c_str())};
     }
-  return -1;
+  return {};
 }
+int layer_of(const std::string& hook) { return layer_part(hook).layer; }
 
 // "layers.12.attn.probs" -> "layers.*.attn.probs" (the hook list in the header, one line per kind).
 std::string hook_kind(const std::string& hook) {
-  const int L = layer_of(hook);
-  if (L < 0) return hook;
-  const size_t a = hook.find('.'), b = hook.find('.', a + 1);
-  return hook.substr(0, a + 1) + "*" + hook.substr(b);
+  const LayerPart lp = layer_part(hook);
+  if (lp.layer < 0) return hook;
+  return hook.substr(0, lp.begin) + "*" + hook.substr(lp.end);
 }
 
 struct Ctx {
@@ -469,6 +476,65 @@ json generation_section(const Ctx& c, const ReportOptions& opt, int64_t B) {
   return {{"steps", steps}};
 }
 
+// The logit lens (docs/lens.md): per row, layer and column, the lens's top tokens and their
+// probabilities as stored by lmscope-trace --lens (lens.layers.L.topk_ids / topk_probs), and
+// the token that actually came next in that row, which the page marks where the lens agrees.
+json lens_section(const Ctx& c, int64_t B) {
+  std::vector<int> layers;
+  for (int L = 0; L < c.n_layers; ++L)
+    if (c.anywhere(hook_name(Hook::LensTopkIds, L)) && c.anywhere(hook_name(Hook::LensTopkProbs, L))) layers.push_back(L);
+  if (layers.empty())
+    return {{"absent", "This trace has no logit lens (lens.layers.*.topk_ids, lens.layers.*.topk_probs). "
+                       "Trace with --lens K (lmscope-trace --lens 10) to see it."}};
+  const int n_steps = c.tr.n_steps();
+  // Columns as in the residual stream: query t of a step is column past_length + t.
+  int64_t n_cols = 0;
+  for (int st = 0; st < n_steps; ++st) n_cols = std::max(n_cols, c.tr.step_info(st).S);
+  // cells[b][layer index][column]: [[id, p], ...] best first, null where not traced.
+  std::vector<std::vector<std::vector<json>>> cells(
+      size_t(B), std::vector<std::vector<json>>(layers.size(), std::vector<json>(size_t(n_cols), nullptr)));
+  std::set<int32_t> ids_seen;
+  int64_t K = 0;
+  for (int st = 0; st < n_steps; ++st) {
+    const int64_t past = c.tr.step_info(st).past_length;
+    for (size_t li = 0; li < layers.size(); ++li) {
+      const std::string ids_hook = hook_name(Hook::LensTopkIds, layers[li]), probs_hook = hook_name(Hook::LensTopkProbs, layers[li]);
+      if (!c.has(st, ids_hook) || !c.has(st, probs_hook)) continue;
+      HookData ids = c.tr.read(st, ids_hook), probs = c.tr.read(st, probs_hook);   // [B,T,K]
+      if (ids.shape != probs.shape || ids.shape.size() != 3)
+        throw std::runtime_error("'" + c.tr.path() + "': step " + std::to_string(st) + ": " + ids_hook + " and " +
+                                 probs_hook + " differ in shape or are not [B,T,K]");
+      const int64_t T = ids.shape[1];
+      K = std::max(K, ids.shape[2]);
+      const int64_t shown = std::min<int64_t>(ids.shape[2], kLensShown);
+      for (int64_t b = 0; b < B && b < ids.shape[0]; ++b)
+        for (int64_t t = 0; t < T && past + t < n_cols; ++t) {
+          json top = json::array();
+          for (int64_t k = 0; k < shown; ++k) {
+            const int32_t id = int32_t(ids.values[size_t(at(ids, {b, t, k}))]);
+            ids_seen.insert(id);
+            top.push_back({id, round_significant(probs.values[size_t(at(probs, {b, t, k}))], kReportDigits)});
+          }
+          cells[size_t(b)][li][size_t(past + t)] = top;
+        }
+    }
+  }
+  std::unique_ptr<HookData> gen;
+  if (c.tr.has_generated_ids()) gen = std::make_unique<HookData>(c.tr.generated_ids());
+  json rows = json::array();
+  for (int64_t b = 0; b < B; ++b) {
+    json grid = json::array();
+    for (const auto& line : cells[size_t(b)]) grid.push_back(line);
+    json next = json::array();   // the token at column s + 1: what the lens at column s predicts
+    const std::vector<int32_t> cols = row_columns(c, b, gen.get());
+    for (int64_t s = 0; s < n_cols; ++s) next.push_back(size_t(s) + 1 < cols.size() ? json(cols[size_t(s) + 1]) : json(nullptr));
+    rows.push_back({{"cells", grid}, {"next", next}});
+  }
+  json pieces = json::object();
+  for (int32_t id : ids_seen) pieces[std::to_string(id)] = c.piece(id);
+  return {{"layers", layers}, {"k", K}, {"shown", std::min<int64_t>(K, kLensShown)}, {"rows", rows}, {"pieces", pieces}};
+}
+
 }  // namespace
 
 int trace_layer_count(const TraceReader& tr) {
@@ -509,6 +575,7 @@ json report_data(const TraceReader& tr, const ReportOptions& opt, const tok::Tok
   j["attention"] = attention_section(c, opt, B);
   j["residual"] = residual_section(c, B);
   j["generation"] = generation_section(c, opt, B);
+  j["lens"] = lens_section(c, B);
   if (!c.has(0, "tokens.input_ids"))
     j["tokens_absent"] = absent("tokens.*", "token ids (tokens.input_ids)")["absent"];
   return j;

@@ -30,6 +30,9 @@ constexpr int kReportDigits = 5;
 // The attention numbers the default layer choice aims for (about 8 bytes each in the page).
 constexpr double kAttentionBudget = 250000;
 double round_significant(double v, int digits);
+// The logit lens's tokens per cell the page holds (the top one drawn, these on hover): the
+// trace may keep more (lmscope-trace --lens K), which would only make the page larger.
+constexpr int kLensShown = 3;
 
 // tokenizer: gives pieces for generated and candidate ids (null: the trace's own prompt
 // pieces, else "#id"). Throws one line for a --layers / --steps outside the trace.

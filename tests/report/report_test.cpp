@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/report/browser.h"
+#include "tests/report/page_checks.h"
 #include "tests/test_util.h"
 #include "trace/trace_reader.h"
 
@@ -31,7 +32,8 @@ class Report : public ::testing::Test {
     dir_ = new TempDir();
     const std::string trace = kBin + "/lmscope-trace --model " + kTiny +
                               " --prompt 'The golden fish spoke to the old man.' --max-new-tokens 4 -q --out ";
-    full_ = run_cli(trace + dir_->file("full.h5")).code == 0;
+    // Every hook and the logit lens: every section of the page has its data.
+    full_ = run_cli(trace + dir_->file("full.h5") + " --hooks '*' --lens 3").code == 0;
     partial_ = run_cli(trace + dir_->file("partial.h5") + " --hooks 'tokens.*,logits,sample.*'").code == 0;
     chromium_ = find_chromium(&no_chromium_);
   }
@@ -58,9 +60,6 @@ void expect_one_line_error(const CliRun& r, const std::string& part, const std::
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out)) << out;
 }
-
-// Half a unit in the last of kReportDigits (5) significant digits: the page's rounding.
-double digit_tolerance(double v) { return v == 0 ? 0 : 0.5 * std::pow(10.0, std::floor(std::log10(std::fabs(v))) - 4) * (1 + 1e-9); }
 
 }  // namespace
 
@@ -94,7 +93,7 @@ TEST_F(Report, PageRendersWithoutErrorsAndTheHeatmapShowsTheTracesValue) {
   EXPECT_NEAR(std::stod(shown), want, digit_tolerance(want));
   // Every section this trace allows: nothing says "absent".
   for (const char* id : {"sec-header", "token-strip-0", "token-words-0", "mask-causal", "mask-padding", "mask-combined",
-                         "attn-svg", "attn-overview-svg", "resid-svg", "share-svg", "gen-step-0", "gen-step-3"})
+                         "attn-svg", "attn-overview-svg", "resid-svg", "share-svg", "lens-table", "gen-step-0", "gen-step-3"})
     EXPECT_NE(dom.out.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
   EXPECT_EQ(dom.out.find("class=\"absent\""), std::string::npos);
   // A screenshot of the top of the page: drawn, not blank.
@@ -120,6 +119,8 @@ TEST_F(Report, SectionsWithoutTheirHooksSayWhatToTrace) {
   EXPECT_NE(dom.out.find("Trace with --hooks 'layers.*.attn.probs' to see it."), std::string::npos);
   EXPECT_NE(dom.out.find("Trace with --hooks 'mask.*' to see it."), std::string::npos);
   EXPECT_NE(dom.out.find("Trace with --hooks 'embed,layers.*.resid_post' to see it."), std::string::npos);
+  EXPECT_NE(dom.out.find("Trace with --lens K (lmscope-trace --lens 10) to see it."), std::string::npos);
+  EXPECT_EQ(dom.out.find("id=\"lens-table\""), std::string::npos);
   EXPECT_NE(dom.out.find("id=\"gen-step-0\""), std::string::npos);   // logits and sample.* are there
   EXPECT_NE(dom.out.find("id=\"token-strip-0\""), std::string::npos);
 }
@@ -196,7 +197,11 @@ TEST_F(Report, SmolLM2PageStaysSmallAndRenders) {
   EXPECT_EQ(dom_text(dom.out, "script-errors"), "");
   EXPECT_EQ(dom_text(dom.out, "render-status"), "rendered");
   EXPECT_NE(dom.out.find("&lt;|im_start|&gt;"), std::string::npos);   // a special token in the strip
-  EXPECT_EQ(dom.out.find("class=\"absent\""), std::string::npos);
+  // run.sh traces without --lens: the lens section is the one that says what to trace.
+  const size_t absent = dom.out.find("class=\"absent\"");
+  ASSERT_NE(absent, std::string::npos);
+  EXPECT_NE(dom.out.find("Trace with --lens K", absent), std::string::npos);
+  EXPECT_EQ(dom.out.find("class=\"absent\"", absent + 1), std::string::npos);
 }
 
 // Renders an SVG file headless at 1280x720: its DOM must hold `texts`, its screenshot be drawn.
