@@ -182,6 +182,18 @@ TEST(Step, InATerminalTheWalkRunsToTheEnd) {
   EXPECT_NE(t.out.find("row 0: "), std::string::npos);   // the generated ids, as without --step
 }
 
+TEST(Step, LmscopeStepWaitsForKeysInATerminalToo) {
+  // The HF golden trace (3 layers): `l` on the tokenizer page goes to step 0's logits.
+  Pty t({LMSCOPE_BINARY_DIR "/lmscope-step", LMSCOPE_SOURCE_DIR "/golden/traces/tiny-qwen2-a.h5", "--model", kTiny});
+  ASSERT_TRUE(t.started());
+  EXPECT_NE(t.page_then('l').find("=== tokenizer ==="), std::string::npos);
+  std::string p = t.page_then('q');
+  EXPECT_NE(p.find("=== step 0 (prefill) · next-token distribution ==="), std::string::npos) << p;
+  EXPECT_EQ(p.find("layer 0"), std::string::npos);
+  EXPECT_EQ(t.wait_exit(), 0);
+  EXPECT_NE(t.out.find("(quit)"), std::string::npos);
+}
+
 TEST(Step, ShadeGridDrawsMaskedAndWeights) {
   std::vector<double> v = {1.0, NAN, 0.5, 0.01};
   std::string g = shade_grid(v, 2, 2, {"q0", "q1"}, 0);
