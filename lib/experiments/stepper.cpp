@@ -595,22 +595,29 @@ std::string Stepper::page_sampling() const {
   else
     o << "greedy: the argmax after the repetition penalty (" << c.repetition_penalty
       << "); no temperature, top-k, top-p or min-p (HF applies them only when sampling)\n";
+  // A column whose hook is absent (lmscope-hf-trace records only candidates, raw and the
+  // choice) shows "-", and the line above the table names the hooks.
+  o << not_traced(cur_, {"sample.raw", "sample.penalized", "sample.scaled", "sample.probs", "sample.kept", "sample.survivors"});
+  auto cell = [](const HookData* d, size_t i, const char* f, double scale) {
+    return d ? fmt(f, scale * d->values[i]) : std::string(f[1] == '6' ? 6 : 7, ' ') + "-";
+  };
   const int64_t B = cand->shape[0], N = cand->shape[1];
   for (int64_t b = 0; b < B; ++b) {
     o << "row " << b << ":  id      token              raw      penalized  scaled    prob     kept\n";
     for (int64_t n = 0; n < N; ++n) {
       const size_t i = size_t(b * N + n);
       const int32_t id = int32_t(cand->values[i]);
-      o << "        " << fmt("%-6.0f", double(id)) << "  " << pad_right(tok(id), 18) << " "
-        << fmt("%8.3f", raw ? raw->values[i] : NAN) << "  " << fmt("%8.3f", pen ? pen->values[i] : NAN) << "  "
-        << fmt("%8.3f", sc ? sc->values[i] : NAN) << "  " << fmt("%6.2f%%", pr ? 100 * pr->values[i] : NAN) << "  "
-        << (kept && kept->values[i] != 0 ? "yes" : "cut") << "\n";
+      o << "        " << fmt("%-6.0f", double(id)) << "  " << pad_right(tok(id), 18) << " " << cell(raw, i, "%8.3f", 1)
+        << "  " << cell(pen, i, "%8.3f", 1) << "  " << cell(sc, i, "%8.3f", 1) << "  " << cell(pr, i, "%6.2f%%", 100)
+        << "  " << (!kept ? "-" : kept->values[i] != 0 ? "yes" : "cut") << "\n";
     }
     const int32_t chosen = int32_t(ch->values[size_t(b)]);
-    o << "        survivors: " << (surv ? int(surv->values[size_t(b)]) : -1);
+    o << "        survivors: " << (surv ? std::to_string(int(surv->values[size_t(b)])) : std::string("-"));
     if (u && u->values[size_t(b)] >= 0)
       o << "; draw u = " << fmt("%.6f", u->values[size_t(b)])
         << ": the first survivor, best first, whose cumulative probability exceeds u";
+    else if (!u && c.do_sample)
+      o << "; the draw (sample.u) not traced";
     else
       o << "; no draw (greedy)";
     o << "\n        chosen: " << chosen << " " << tok(chosen)

@@ -72,6 +72,12 @@ TEST(StepReplay, TheHfGoldenTraceWalksWithHfsNumbers) {
   EXPECT_NE(page_text(s.out, "step 0 (prefill) · sampling decision").find("chosen: 549 "), std::string::npos);
   EXPECT_NE(page_text(s.out, "step 7 (decode) · sampling decision").find("chosen: 681 "), std::string::npos);
   EXPECT_NE(s.out.find("row 0: 549,1011,224,126,1017,584,282,681"), std::string::npos);
+  // lmscope-hf-trace records sample.candidates, raw, chosen and finished only: the other
+  // columns are "-", never a made-up "cut".
+  const std::string sampling = page_text(s.out, "step 0 (prefill) · sampling decision");
+  EXPECT_NE(sampling.find("(not traced: sample.penalized, sample.scaled, sample.probs, sample.kept, sample.survivors; "),
+            std::string::npos) << sampling;
+  EXPECT_EQ(sampling.find(" cut\n"), std::string::npos);
 
   // The attention page draws the stored probabilities: head 0's strongest key for the last
   // query, read here from the trace itself.
