@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
       const tok::Tokenizer* tk = &*tokenizer;
       so.token_text = [tk](int32_t id) { return id >= 0 && id < tk->vocab_size() ? tk->token_display(id) : std::string(); };
     } else {
-      std::fprintf(stderr, "lmscope-step: no tokenizer at '%s': tokens show as #id (give --model)\n", tok_path.c_str());
+      const std::string where = tok_path.empty() ? "the trace names no model_path" : "no tokenizer at '" + tok_path + "'";
+      std::fprintf(stderr, "lmscope-step: %s: tokens show as #id (give --model)\n", where.c_str());
     }
     so.intro_pages = trace_intro_pages(tr, so.token_text);
     Stepper stepper(cfg, so);
