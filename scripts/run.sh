@@ -10,16 +10,14 @@ model=models/SmolLM2-135M-Instruct.Q4_1.gguf
 if scripts/fetch-model.sh; then
   build/lmscope-trace --model "$model" --chat --prompt "$prompt" --max-new-tokens 24 --out trace.h5
   echo "trace: trace.h5 (its datasets: h5dump -H trace.h5)"
-  # --step runs the model again (same prompt, greedy: the same tokens) and shows every stage
-  # page by page in the terminal; it does not read trace.h5.
-  echo "to run it again stage by stage in the terminal:" \
-    "build/lmscope-trace --model $model --chat --prompt '${prompt//\'/\'\\\'\'}' --max-new-tokens 24 --step"
+  # lmscope-step reads trace.h5 and shows its stored tensors page by page (the model is not
+  # run again).
+  echo "to walk it stage by stage in the terminal: build/lmscope-step trace.h5"
 else
   tiny=golden/models/tiny-qwen2
   echo "note: SmolLM2 could not be fetched (see above); tracing the committed tiny model $tiny instead"
   build/lmscope-trace --model "$tiny" --prompt "The golden fish spoke to the old man." --max-new-tokens 8 --out trace.h5
   build/lmscope-diff trace.h5 golden/traces/tiny-qwen2-a.h5
   echo "trace: trace.h5 (its datasets: h5dump -H trace.h5)"
-  echo "to run it again stage by stage in the terminal:" \
-    "build/lmscope-trace --model $tiny --prompt 'The golden fish spoke to the old man.' --max-new-tokens 8 --step"
+  echo "to walk it stage by stage in the terminal: build/lmscope-step trace.h5"
 fi

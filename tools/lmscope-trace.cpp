@@ -53,8 +53,9 @@ int main(int argc, char** argv) {
   bool step_mode = false;
   int step_row = 0;
   app.add_flag("--step", step_mode,
-               "walk the run stage by stage in the terminal (Enter: next, n: next layer, s: next step, q: quit); "
-               "without a terminal every page is printed");
+               "walk the run stage by stage in the terminal (Enter: next, n: next layer, l: logits, s: next step, "
+               "g N: layer N, b: back, ?: keys, q: quit); without a terminal every page is printed. lmscope-step "
+               "walks a trace file the same way without running the model");
   app.add_option("--step-row", step_row, "--step: the batch row whose layers are drawn")->capture_default_str();
   if (auto code = cli::parse(app, argc, argv, "lmscope-trace")) return *code;
   if (app.count("--out") && out.empty()) return cli::usage_error("lmscope-trace", "--out: the file name is empty");

@@ -1,7 +1,7 @@
 #include "experiments/stepper.h"
 
 #include <termios.h>
-#include <unistd.h>
+#include <utf8proc.h>
 
 #include <algorithm>
 #include <cmath>
@@ -52,13 +52,59 @@ const char* shade(double p) {
   return "██";
 }
 
+// A label cut into cells of two display columns (utf8proc's width: a CJK character fills a
+// cell), at most max_cells; a space shows as ␣ so that " world" keeps its leading space.
+std::vector<std::string> label_cells(const std::string& label, size_t max_cells) {
+  std::vector<std::string> cells(1);
+  std::vector<int> widths(1, 0);
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(label.data());
+  for (size_t i = 0; i < label.size();) {
+    utf8proc_int32_t cp = 0;
+    utf8proc_ssize_t n = utf8proc_iterate(p + i, utf8proc_ssize_t(label.size() - i), &cp);
+    std::string ch = n <= 0 ? "?" : cp == ' ' ? "␣" : label.substr(i, size_t(n));
+    i += n <= 0 ? 1 : size_t(n);
+    const int w = n <= 0 ? 1 : std::clamp(utf8proc_charwidth(cp), 1, 2);
+    if (widths.back() + w > 2) {
+      if (cells.size() == max_cells) break;
+      cells.emplace_back();
+      widths.push_back(0);
+    }
+    cells.back() += ch;
+    widths.back() += w;
+  }
+  for (size_t c = 0; c < cells.size(); ++c) cells[c] += std::string(size_t(2 - widths[c]), ' ');
+  return cells;
+}
+
+// "" when every hook named is in `cur`; otherwise the line a page shows instead of its drawing.
+std::string not_traced(const std::map<std::string, HookData>& cur, const std::vector<std::string>& names) {
+  std::string miss;
+  for (const std::string& n : names)
+    if (!cur.count(n)) miss += (miss.empty() ? "" : ", ") + n;
+  return miss.empty() ? "" : "(not traced: " + miss + "; lmscope-trace --hooks selects them, the default '*' has them all)\n";
+}
+
 }  // namespace
 
 std::string shade_grid(const std::vector<double>& values, int64_t rows, int64_t cols,
-                       const std::vector<std::string>& row_labels, int64_t col_offset) {
+                       const std::vector<std::string>& row_labels, int64_t col_offset,
+                       const std::vector<std::string>& col_labels) {
   std::ostringstream o;
   size_t lw = 0;
   for (const auto& l : row_labels) lw = std::max(lw, l.size());
+  if (!col_labels.empty()) {
+    std::vector<std::vector<std::string>> cells;
+    size_t lines = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      cells.push_back(label_cells(size_t(c) < col_labels.size() ? col_labels[size_t(c)] : "", 3));
+      lines = std::max(lines, cells.back().size());
+    }
+    for (size_t l = 0; l < lines; ++l) {
+      o << std::string(lw + 2, ' ');
+      for (int64_t c = 0; c < cols; ++c) o << (l < cells[size_t(c)].size() ? cells[size_t(c)][l] : "  ");
+      o << "\n";
+    }
+  }
   o << std::string(lw + 2, ' ');
   for (int64_t c = 0; c < cols; ++c) o << (((c + col_offset) % 10 == 0) ? fmt("%-2.0f", double((c + col_offset) / 10 % 10)) : "  ");
   o << "\n" << std::string(lw + 2, ' ');
@@ -103,62 +149,101 @@ const HookData* Stepper::get(const std::string& name) const {
   return it == cur_.end() ? nullptr : &it->second;
 }
 
-void Stepper::page(const std::string& title, const std::string& body, int layer) {
-  if (skip_step_ || layer < skip_below_layer_) return;
-  std::FILE* o = opt_.out;
+void Stepper::page(const std::string& title, const std::function<std::string()>& body, int layer) {
+  if (layer < skip_below_layer_) return;
   std::string head = info_.step >= 0 && !title.empty() ? "step " + std::to_string(info_.step) + " (" + info_.phase + ") · " + title
                                                        : title;
-  std::fprintf(o, "\n=== %s ===\n%s", head.c_str(), body.c_str());
+  std::string text = body();
+  std::fprintf(opt_.out, "\n=== %s ===\n%s", head.c_str(), text.c_str());
   ++pages_shown_;
   if (!opt_.interactive) return;
-  std::fprintf(o, "-- [Enter] next  [n] next layer  [s] next step  [q] quit --");
-  std::fflush(o);
-  char c = 0;
-  ssize_t n = ::read(opt_.in_fd, &c, 1);
-  std::fprintf(o, "\n");
-  if (n <= 0) {   // the keyboard went away: print the rest
-    opt_.interactive = false;
-    return;
-  }
-  if (c == 'q' || c == 'Q') throw StepperQuit();
-  if (c == 'n' || c == 'N') skip_below_layer_ = layer + 1;
-  if (c == 's' || c == 'S') skip_step_ = true;
+  shown_.push_back(Shown{std::move(head), std::move(text), info_.step, layer});
+  view_ = shown_.size() - 1;
+  navigate();
 }
 
 void Stepper::begin_step(const StepInfo& info) {
-  if (!intro_done_) {
+  const bool intro = !intro_done_;
+  if (intro) {
     intro_done_ = true;
     info_.step = -1;
-    for (const std::string& p : opt_.intro_pages) page("tokenizer", p, -1);
+    for (const std::string& p : opt_.intro_pages) page("tokenizer", [&] { return p; }, -1);
   }
   info_ = info;
   cur_.clear();
-  skip_below_layer_ = -1;
-  skip_step_ = false;
+  if (!intro) skip_below_layer_ = -1;   // a jump typed on the intro applies to step 0
+}
+
+void Stepper::note_input_ids() {
+  const HookData* ids = get("tokens.input_ids");
+  if (!ids || ids->shape.size() != 2) return;
+  const int64_t B = ids->shape[0], T = ids->shape[1];
+  seq_.resize(size_t(B));
+  for (int64_t b = 0; b < B; ++b) {
+    // With a cache the step's ids follow the past_length positions already there; without
+    // one past_length is 0 and the ids are the whole sequence.
+    seq_[size_t(b)].resize(size_t(std::max<int64_t>(0, info_.past_length)), -1);
+    for (int64_t t = 0; t < T; ++t) seq_[size_t(b)].push_back(int32_t(ids->values[size_t(b * T + t)]));
+  }
+}
+
+std::vector<std::string> Stepper::key_labels(int64_t b, int64_t c0, int64_t S) const {
+  if (size_t(b) >= seq_.size() || int64_t(seq_[size_t(b)].size()) < S) return {};
+  std::vector<std::string> labels;
+  for (int64_t s = c0; s < S; ++s) {
+    const int32_t id = seq_[size_t(b)][size_t(s)];
+    const std::string t = opt_.token_text && id >= 0 ? opt_.token_text(id) : "";
+    labels.push_back(id < 0 ? "?" : t.empty() ? "#" + std::to_string(id) : t);
+  }
+  return labels;
 }
 
 void Stepper::offer(Hook h, int layer, const Tensor& t) {
   HookData d = to_hook_data(h, layer, t);
   cur_[d.hook] = std::move(d);
-  const int L = cfg_.num_layers;
+  if (h == Hook::TokensInputIds) note_input_ids();
+  pages_for(h, layer);
+}
+
+void Stepper::pages_for(Hook h, int layer) {
+  const std::string ls = "layer " + std::to_string(layer) + " · ";
   switch (h) {
     case Hook::Embed:
-      page("tokens, positions and masks", page_inputs(), -1);
-      page("embeddings", page_embed(), -1);
+      page("tokens, positions and masks", [&] { return page_inputs(); }, -1);
+      page("embeddings", [&] { return page_embed(); }, -1);
       break;
-    case Hook::AttnKRope: page("layer " + std::to_string(layer) + " · q/k before and after RoPE", page_rope(layer), layer); break;
-    case Hook::AttnZ: page("layer " + std::to_string(layer) + " · attention", page_attention(layer), layer); break;
-    case Hook::ResidPost: page("layer " + std::to_string(layer) + " · FFN", page_ffn(layer), layer); break;
-    case Hook::Logits: page("next-token distribution", page_logits(), L); break;
-    case Hook::SampleFinished: page("sampling decision", page_sampling(), L); break;
+    case Hook::AttnKRope: page(ls + "q/k before and after RoPE", [&] { return page_rope(layer); }, layer); break;
+    case Hook::AttnZ: page(ls + "attention", [&] { return page_attention(layer); }, layer); break;
+    case Hook::ResidPost: page(ls + "FFN", [&] { return page_ffn(layer); }, layer); break;
+    case Hook::Logits: page("next-token distribution", [&] { return page_logits(); }, cfg_.num_layers); break;
+    case Hook::SampleFinished: page("sampling decision", [&] { return page_sampling(); }, cfg_.num_layers); break;
     default: break;
   }
+}
+
+void Stepper::replay_step(const StepInfo& info, std::map<std::string, HookData> hooks) {
+  begin_step(info);
+  cur_ = std::move(hooks);
+  note_input_ids();
+  pages_for(Hook::Embed, -1);
+  std::vector<int> layers;   // those with a hook in this step
+  for (int l = 0; l < cfg_.num_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    auto it = cur_.lower_bound(p);
+    if (it != cur_.end() && it->first.compare(0, p.size(), p) == 0) layers.push_back(l);
+  }
+  if (layers.empty())
+    page("layers", [] { return std::string("(no layers.* hooks in the trace: trace them with --hooks 'layers.*', or the default '*')\n"); }, 0);
+  for (int l : layers)
+    for (Hook h : {Hook::AttnKRope, Hook::AttnZ, Hook::ResidPost}) pages_for(h, l);
+  pages_for(Hook::Logits, -1);
+  pages_for(Hook::SampleFinished, -1);
 }
 
 void Stepper::finish() {
   if (!intro_done_) {
     intro_done_ = true;
-    for (const std::string& p : opt_.intro_pages) page("tokenizer", p, -1);
+    for (const std::string& p : opt_.intro_pages) page("tokenizer", [&] { return p; }, -1);
   }
   std::fprintf(opt_.out, "\n=== end of the walk: %d pages ===\n", pages_shown_);
   std::fflush(opt_.out);
@@ -184,6 +269,8 @@ std::string Stepper::page_inputs() const {
       }
     }
   }
+  if (!ids || !pos) o << not_traced(cur_, {"tokens.input_ids", "tokens.position_ids"});
+  if (!mc) o << not_traced(cur_, {"mask.combined"});
   if (mc) {
     const int64_t B = mc->shape[0], T = mc->shape[1], S = mc->shape[2];
     const int64_t b = std::clamp<int64_t>(opt_.row, 0, B - 1);
@@ -196,7 +283,7 @@ std::string Stepper::page_inputs() const {
     }
     o << "\nmask.combined, row " << b << " (query rows x key columns; ██ may attend, ·· masked: "
       << "the future by causality, pads by the padding mask):\n";
-    o << shade_grid(grid, T - r0, S - c0, labels, c0);
+    o << shade_grid(grid, T - r0, S - c0, labels, c0, key_labels(b, c0, S));
   }
   return o.str();
 }
@@ -204,7 +291,7 @@ std::string Stepper::page_inputs() const {
 std::string Stepper::page_embed() const {
   std::ostringstream o;
   const HookData *e = get("embed"), *ids = get("tokens.input_ids");
-  if (!e || !ids) return "(embed not traced)\n";
+  if (!e || !ids) return not_traced(cur_, {"embed", "tokens.input_ids"});
   const int64_t B = e->shape[0], T = e->shape[1], D = e->shape[2];
   const int64_t b = std::clamp<int64_t>(opt_.row, 0, B - 1);
   o << "each token id picks one row of the embedding table (" << cfg_.vocab_size << " x " << D << "); row " << b << ":\n";
@@ -221,7 +308,7 @@ std::string Stepper::page_rope(int l) const {
   const std::string p = "layers." + std::to_string(l) + ".attn.";
   const HookData *q = get(p + "q"), *qr = get(p + "q_rope"), *k = get(p + "k"), *kr = get(p + "k_rope"),
                  *pos = get("tokens.position_ids"), *cs = get("rope.cos"), *sn = get("rope.sin");
-  if (!q || !qr || !k || !kr) return "(q/k hooks not traced)\n";
+  if (!q || !qr || !k || !kr) return not_traced(cur_, {p + "q", p + "q_rope", p + "k", p + "k_rope"});
   const int64_t B = q->shape[0], H = q->shape[1], T = q->shape[2], hd = q->shape[3], Hkv = k->shape[1];
   const int64_t b = std::clamp<int64_t>(opt_.row, 0, B - 1), t = T - 1;
   const int position = pos ? int(pos->values[size_t(b * T + t)]) : -1;
@@ -251,12 +338,12 @@ std::string Stepper::page_attention(int l) const {
   std::ostringstream o;
   const std::string p = "layers." + std::to_string(l) + ".attn.";
   const HookData *pr = get(p + "probs"), *sc = get(p + "scores");
-  if (!pr) return "(attn.probs not traced)\n";
+  if (!pr) return not_traced(cur_, {p + "probs"});
   const int64_t B = pr->shape[0], H = pr->shape[1], T = pr->shape[2], S = pr->shape[3];
   const int64_t b = std::clamp<int64_t>(opt_.row, 0, B - 1);
   const int64_t r0 = std::max<int64_t>(0, T - opt_.max_rows), c0 = std::max<int64_t>(0, S - opt_.max_cols);
-  o << "softmax(q.k / sqrt(hd) + mask) per head, row " << b << ": query rows x key columns; shades: "
-    << "' ' < 0.02 <= ░ < 0.1 <= ▒ < 0.3 <= ▓ < 0.6 <= █; ·· masked\n";
+  o << "softmax(q.k / sqrt(hd) + mask) per head, row " << b << ": query rows x key columns (each column's token "
+    << "written downwards, then its position); shades: ' ' < 0.02 <= ░ < 0.1 <= ▒ < 0.3 <= ▓ < 0.6 <= █; ·· masked\n";
   for (int64_t h = 0; h < H; ++h) {
     std::vector<double> grid;
     std::vector<std::string> labels;
@@ -274,9 +361,13 @@ std::string Stepper::page_attention(int l) const {
     const double* last = pr->values.data() + ((b * H + h) * T + T - 1) * S;
     std::stable_sort(keys.begin(), keys.end(), [&](int64_t x, int64_t y) { return last[x] > last[y]; });
     o << "head " << h << " (KV head " << h / std::max<int64_t>(1, H / std::max(1, cfg_.num_kv_heads)) << "); the last query attends most to";
-    for (size_t i = 0; i < std::min<size_t>(3, keys.size()); ++i)
-      o << " " << keys[i] << " (" << fmt("%.2f", last[keys[i]]) << ")";
-    o << "\n" << shade_grid(grid, T - r0, S - c0, labels, c0);
+    for (size_t i = 0; i < std::min<size_t>(3, keys.size()); ++i) {
+      o << " " << keys[i];
+      if (size_t(b) < seq_.size() && size_t(keys[i]) < seq_[size_t(b)].size() && seq_[size_t(b)][size_t(keys[i])] >= 0)
+        o << " " << tok(seq_[size_t(b)][size_t(keys[i])]);
+      o << " (" << fmt("%.2f", last[keys[i]]) << ")";
+    }
+    o << "\n" << shade_grid(grid, T - r0, S - c0, labels, c0, key_labels(b, c0, S));
   }
   return o.str();
 }
@@ -286,7 +377,7 @@ std::string Stepper::page_ffn(int l) const {
   const std::string p = "layers." + std::to_string(l) + ".";
   const HookData *g = get(p + "ffn.gate"), *u = get(p + "ffn.up"), *a = get(p + "ffn.act"), *fo = get(p + "ffn_out"),
                  *rm = get(p + "resid_mid"), *rp = get(p + "resid_post");
-  if (!g || !u || !a) return "(ffn hooks not traced)\n";
+  if (!g || !u || !a) return not_traced(cur_, {p + "ffn.gate", p + "ffn.up", p + "ffn.act"});
   const int64_t B = g->shape[0], T = g->shape[1], F = g->shape[2];
   const int64_t b = std::clamp<int64_t>(opt_.row, 0, B - 1), t = T - 1;
   o << "down(silu(gate) * up), row " << b << ", the last token; F = " << F << " neurons\n";
@@ -331,7 +422,7 @@ std::string Stepper::page_ffn(int l) const {
 std::string Stepper::page_logits() const {
   std::ostringstream o;
   const HookData* lg = get("logits");
-  if (!lg) return "(logits not traced)\n";
+  if (!lg) return not_traced(cur_, {"logits"});
   const int64_t B = lg->shape[0], T = lg->shape[1], V = lg->shape[2];
   o << "softmax over the " << V << " logits of the last column (the next token's distribution, before any "
     << "sampling processor)\n";
@@ -361,7 +452,7 @@ std::string Stepper::page_sampling() const {
                  *sc = get("sample.scaled"), *pr = get("sample.probs"), *kept = get("sample.kept"),
                  *surv = get("sample.survivors"), *u = get("sample.u"), *ch = get("sample.chosen"),
                  *fin = get("sample.finished");
-  if (!cand || !ch) return "(sample.* not traced)\n";
+  if (!cand || !ch) return not_traced(cur_, {"sample.candidates", "sample.chosen"});
   const SamplingConfig& c = opt_.sampling;
   if (c.do_sample)
     o << "sampling: repetition penalty " << c.repetition_penalty << ", temperature " << c.temperature << ", top-k "
@@ -370,22 +461,29 @@ std::string Stepper::page_sampling() const {
   else
     o << "greedy: the argmax after the repetition penalty (" << c.repetition_penalty
       << "); no temperature, top-k, top-p or min-p (HF applies them only when sampling)\n";
+  // A column whose hook is absent (lmscope-hf-trace records only candidates, raw and the
+  // choice) shows "-", and the line above the table names the hooks.
+  o << not_traced(cur_, {"sample.raw", "sample.penalized", "sample.scaled", "sample.probs", "sample.kept", "sample.survivors"});
+  auto cell = [](const HookData* d, size_t i, const char* f, double scale) {
+    return d ? fmt(f, scale * d->values[i]) : std::string(f[1] == '6' ? 6 : 7, ' ') + "-";
+  };
   const int64_t B = cand->shape[0], N = cand->shape[1];
   for (int64_t b = 0; b < B; ++b) {
     o << "row " << b << ":  id      token              raw      penalized  scaled    prob     kept\n";
     for (int64_t n = 0; n < N; ++n) {
       const size_t i = size_t(b * N + n);
       const int32_t id = int32_t(cand->values[i]);
-      o << "        " << fmt("%-6.0f", double(id)) << "  " << pad_right(tok(id), 18) << " "
-        << fmt("%8.3f", raw ? raw->values[i] : NAN) << "  " << fmt("%8.3f", pen ? pen->values[i] : NAN) << "  "
-        << fmt("%8.3f", sc ? sc->values[i] : NAN) << "  " << fmt("%6.2f%%", pr ? 100 * pr->values[i] : NAN) << "  "
-        << (kept && kept->values[i] != 0 ? "yes" : "cut") << "\n";
+      o << "        " << fmt("%-6.0f", double(id)) << "  " << pad_right(tok(id), 18) << " " << cell(raw, i, "%8.3f", 1)
+        << "  " << cell(pen, i, "%8.3f", 1) << "  " << cell(sc, i, "%8.3f", 1) << "  " << cell(pr, i, "%6.2f%%", 100)
+        << "  " << (!kept ? "-" : kept->values[i] != 0 ? "yes" : "cut") << "\n";
     }
     const int32_t chosen = int32_t(ch->values[size_t(b)]);
-    o << "        survivors: " << (surv ? int(surv->values[size_t(b)]) : -1);
+    o << "        survivors: " << (surv ? std::to_string(int(surv->values[size_t(b)])) : std::string("-"));
     if (u && u->values[size_t(b)] >= 0)
       o << "; draw u = " << fmt("%.6f", u->values[size_t(b)])
         << ": the first survivor, best first, whose cumulative probability exceeds u";
+    else if (!u && c.do_sample)
+      o << "; the draw (sample.u) not traced";
     else
       o << "; no draw (greedy)";
     o << "\n        chosen: " << chosen << " " << tok(chosen)

@@ -4,9 +4,16 @@
 // head, FFN gate/up/act statistics, the top-10 next tokens with their probabilities, and each
 // sampling decision (temperature, top-k/top-p cut, the draw, the choice).
 //
-// Interactive (a terminal on both ends): after each page, Enter (or space) shows the next one,
-// `n` jumps to the next layer, `s` to the next step, `q` quits (StepperQuit is thrown out of the
-// forward; the tool catches it). Otherwise every page is printed, one after the other.
+// Interactive (keys on in_fd): after each page the keys of stepper_keys_help() move through the
+// walk: Enter the next page, `n` the next layer, `l` this step's logits, `s` the next step (this
+// step's logits and sampling pages still come first: they are the step's result), `g` + digits
+// + Enter (or just digits + Enter) layer N, `b` the page before, `?` the keys, `q` quits
+// (StepperQuit is thrown out of the forward; the tool catches it). Pages once shown stay in
+// memory: `b`, and a jump to a layer already passed, show them again without recomputing.
+// Otherwise every page is printed, one after the other.
+//
+// The pages come from a live forward (offer) or from a stored trace (replay_step, lmscope-step):
+// both build them with the same code from the same hook values.
 #pragma once
 #include <cstdio>
 #include <functional>
@@ -49,14 +56,24 @@ class Stepper : public TraceSink {
 
   void begin_step(const StepInfo& info) override;
   void offer(Hook h, int layer, const Tensor& t) override;
+  // One stored step (hook name -> value): every page of the step in the forward's order. A page
+  // whose hooks are absent says which hooks to trace; the layers drawn are those with hooks.
+  void replay_step(const StepInfo& info, std::map<std::string, HookData> hooks);
   // Shows the pages not shown yet (the intro, when nothing ran) and the closing line.
   void finish();
 
-
  private:
-  void page(const std::string& title, const std::string& body, int layer);
+  // Shows the pages a hook completes (Embed: inputs and embeddings, AttnKRope: RoPE, AttnZ:
+  // attention, ResidPost: FFN, Logits, SampleFinished: sampling).
+  void pages_for(Hook h, int layer);
+  void page(const std::string& title, const std::function<std::string()>& body, int layer);
+  void navigate();                  // the key loop after a page
+  bool jump(int target_layer, bool exact);   // false: the walk goes on (skipping); true: a page is on screen
+  void show_again(size_t i);
+  void note_input_ids();            // extends seq_ with this step's tokens.input_ids
   const HookData* get(const std::string& name) const;
   std::string tok(int32_t id) const;
+  std::vector<std::string> key_labels(int64_t b, int64_t c0, int64_t S) const;
   std::string page_inputs() const;
   std::string page_embed() const;
   std::string page_rope(int layer) const;
@@ -69,10 +86,16 @@ class Stepper : public TraceSink {
   StepperOptions opt_;
   StepInfo info_;
   std::map<std::string, HookData> cur_;   // this step's tensors
+  std::vector<std::vector<int32_t>> seq_;   // per batch row: the id at each key position so far
+  struct Shown {
+    std::string head, body;
+    int step, layer;
+  };
+  std::vector<Shown> shown_;   // interactive: the pages shown, in order (for `b` and `g`)
+  size_t view_ = 0;            // the index in shown_ of the page on screen
   int pages_shown_ = 0;
   bool intro_done_ = false;
-  int skip_below_layer_ = -1;   // `n`: pages of layers < this are skipped
-  bool skip_step_ = false;      // `s`: the rest of this step is skipped
+  int skip_below_layer_ = -1;   // `n`, `l`, `s`, `g`: this step's pages of layers < this are skipped
   bool raw_ = false;
   void* saved_termios_ = nullptr;
 };
@@ -81,9 +104,16 @@ class Stepper : public TraceSink {
 // (lib/tokenizer). token_text names ids readably.
 std::string render_merges_page(const EncodeTrace& trace, const std::function<std::string(int32_t)>& token_text);
 
+// The key line shown after each page, and the help `?` prints.
+const char* stepper_key_line();
+const char* stepper_keys_help();
+
 // Terminal drawings, exposed for tests.
 // A [rows x cols] grid of values in [0,1] (NaN = masked) with shade characters, two per cell.
+// Above it: col_labels (when given) written downwards, two display columns of text per cell
+// and line (up to 3 lines; a space shows as ␣), then each column's position (tens, units).
 std::string shade_grid(const std::vector<double>& values, int64_t rows, int64_t cols,
-                       const std::vector<std::string>& row_labels, int64_t col_offset);
+                       const std::vector<std::string>& row_labels, int64_t col_offset,
+                       const std::vector<std::string>& col_labels = {});
 
 }  // namespace lmscope

@@ -1,8 +1,10 @@
 #include "tokenizer/encode_trace.h"
 
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "tokenizer/tokenizer.h"
+#include "trace/trace_reader.h"
 #include "trace/trace_writer.h"
 
 namespace lmscope {
@@ -110,6 +112,49 @@ void write_tokenizer_trace(TraceWriter& w, int row, const EncodeTrace& trace, co
   w.write_root_strings(g + "merges/left_text", n(m_left_text.size()), m_left_text);
   w.write_root_strings(g + "merges/right_text", n(m_right_text.size()), m_right_text);
   w.write_root_strings(g + "merges/merged_text", n(m_merged_text.size()), m_merged_text);
+}
+
+bool read_tokenizer_trace(const TraceReader& r, int row, EncodeTrace& out) {
+  const std::string g = "tokenizer/row_" + std::to_string(row) + "/";
+  if (!r.has_dataset(g + "ids")) return false;
+  auto ints = [&](const std::string& name) {
+    std::vector<int32_t> v;
+    for (double x : r.read_dataset(g + name).values) v.push_back(int32_t(x));
+    return v;
+  };
+  auto bad = [&](const std::string& name) {
+    return std::runtime_error("'" + r.path() + "': /" + g + name + " does not match the group's other arrays");
+  };
+  out.clear();
+  std::vector<std::string> text = r.read_strings(g + "text");
+  out.text = text.empty() ? "" : text[0];
+  out.ids = ints("ids");
+  const std::vector<std::string> words = r.read_strings(g + "words"), kinds = r.read_strings(g + "word_kind");
+  const std::vector<int32_t> woff = ints("word_ids_offset"), symbols = ints("symbols"), soff = ints("word_symbols_offset");
+  if (kinds.size() != words.size() || woff.size() != words.size() + 1) throw bad("word_ids_offset");
+  if (soff.size() != words.size() + 1) throw bad("word_symbols_offset");
+  for (size_t w = 0; w < words.size(); ++w) {
+    if (woff[w] < 0 || woff[w] > woff[w + 1] || size_t(woff[w + 1]) > out.ids.size()) throw bad("word_ids_offset");
+    if (soff[w] < 0 || soff[w] > soff[w + 1] || size_t(soff[w + 1]) > symbols.size()) throw bad("word_symbols_offset");
+    WordTrace wt;
+    wt.text = words[w];
+    wt.kind = kinds[w] == "added" ? WordTrace::Kind::Added : kinds[w] == "post" ? WordTrace::Kind::Post : WordTrace::Kind::Bpe;
+    wt.ids.assign(out.ids.begin() + woff[w], out.ids.begin() + woff[w + 1]);
+    wt.symbols.assign(symbols.begin() + soff[w], symbols.begin() + soff[w + 1]);
+    out.words.push_back(std::move(wt));
+  }
+  if (r.has_dataset(g + "merges/word")) {
+    const std::vector<int32_t> mw = ints("merges/word"), left = ints("merges/left"), right = ints("merges/right"),
+                               merged = ints("merges/merged"), rank = ints("merges/rank"), pos = ints("merges/position");
+    for (size_t m = 0; m < mw.size(); ++m) {
+      if (mw[m] < 0 || size_t(mw[m]) >= out.words.size()) throw bad("merges/word");
+      if (m >= left.size() || m >= right.size() || m >= merged.size() || m >= rank.size() || m >= pos.size()) throw bad("merges/*");
+      out.words[size_t(mw[m])].merges.push_back(MergeStep{left[m], right[m], merged[m], rank[m], pos[m]});
+    }
+  }
+  for (WordTrace& wt : out.words)
+    wt.whole_word = wt.kind == WordTrace::Kind::Bpe && wt.merges.empty() && wt.symbols.size() > wt.ids.size();
+  return true;
 }
 
 }  // namespace lmscope

@@ -10,6 +10,7 @@
 
 namespace lmscope {
 
+class TraceReader;
 class TraceWriter;
 
 namespace tok {
@@ -55,5 +56,9 @@ std::string trace_to_json(const tok::Tokenizer& t, const EncodeTrace& trace, int
 
 // Writes /tokenizer/row_<row>/ (docs/trace-format.md, "Tokenizer").
 void write_tokenizer_trace(TraceWriter& w, int row, const EncodeTrace& trace, const tok::Tokenizer& t);
+// Reads it back (false: the trace has no such group). whole_word is not stored: a bpe word
+// with more symbols than ids and no merges can only have been one whole vocabulary entry.
+// Throws one line naming the dataset when the group's offsets disagree with its arrays.
+bool read_tokenizer_trace(const TraceReader& r, int row, EncodeTrace& out);
 
 }  // namespace lmscope

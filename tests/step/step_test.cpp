@@ -1,5 +1,6 @@
 // lmscope-trace --step: through a pseudo-terminal (forkpty) Enter advances, `n` jumps to the
-// next layer and `q` quits; without a terminal every page is printed.
+// next layer, `s` to the next step after this step's logits and sampling, `q` quits; without
+// a terminal every page is printed. (Every key, on a stored trace: step_keys_test.cpp.)
 #include <gtest/gtest.h>
 #include <pty.h>
 #include <poll.h>
@@ -23,7 +24,7 @@ namespace {
 const std::string kTrace = LMSCOPE_BINARY_DIR "/lmscope-trace";
 const std::string kTiny = LMSCOPE_SOURCE_DIR "/golden/models/tiny-qwen2";
 const std::string kPrompt = "--prompt-ids 42,308,333,746,3";   // "Hello world!"
-const std::string kKeys = "-- [Enter] next  [n] next layer  [s] next step  [q] quit --";
+const std::string kKeys = stepper_key_line();   // printed after each page: the walk waits
 
 size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;
@@ -137,7 +138,8 @@ TEST(Step, SamplingPagesShowTheCutAndTheDraw) {
   EXPECT_NE(s.find("draw u = "), std::string::npos);
   EXPECT_NE(s.find(" cut\n"), std::string::npos);   // top-k 5 cuts the other candidates
   EXPECT_NE(s.find("chosen: "), std::string::npos);
-  EXPECT_NE(s.find("(ffn hooks not traced)"), std::string::npos);   // pages say what is missing
+  // pages say which hooks are missing
+  EXPECT_NE(s.find("(not traced: layers.0.ffn.gate, layers.0.ffn.up, layers.0.ffn.act; "), std::string::npos);
 }
 
 TEST(Step, InATerminalEnterAdvancesNSkipsALayerAndQQuits) {
@@ -166,13 +168,30 @@ TEST(Step, InATerminalEnterAdvancesNSkipsALayerAndQQuits) {
 TEST(Step, InATerminalTheWalkRunsToTheEnd) {
   Pty t({kTrace, "--model", kTiny, "--prompt-ids", "5,6,7", "--max-new-tokens", "2", "--step"});
   ASSERT_TRUE(t.started());
-  // `s` skips the rest of the prefill; the decode step starts at its inputs.
+  // `s` skips the rest of the prefill's layers but not its result: the logits and sampling
+  // pages, then the decode step's inputs.
   EXPECT_NE(t.page_then('\n').find("=== tokenizer ==="), std::string::npos);
   EXPECT_NE(t.page_then('s').find("step 0 (prefill) · tokens"), std::string::npos);
+  EXPECT_NE(t.page_then('s').find("step 0 (prefill) · next-token distribution"), std::string::npos);
+  EXPECT_NE(t.page_then('s').find("step 0 (prefill) · sampling decision"), std::string::npos);
   EXPECT_NE(t.page_then('s').find("step 1 (decode) · tokens"), std::string::npos);
+  EXPECT_NE(t.page_then('s').find("step 1 (decode) · next-token distribution"), std::string::npos);
+  EXPECT_NE(t.page_then('s').find("step 1 (decode) · sampling decision"), std::string::npos);
   EXPECT_EQ(t.wait_exit(), 0);
-  EXPECT_NE(t.out.find("=== end of the walk: 3 pages ==="), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("=== end of the walk: 7 pages ==="), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("row 0: "), std::string::npos);   // the generated ids, as without --step
+}
+
+TEST(Step, LmscopeStepWaitsForKeysInATerminalToo) {
+  // The HF golden trace (3 layers): `l` on the tokenizer page goes to step 0's logits.
+  Pty t({LMSCOPE_BINARY_DIR "/lmscope-step", LMSCOPE_SOURCE_DIR "/golden/traces/tiny-qwen2-a.h5", "--model", kTiny});
+  ASSERT_TRUE(t.started());
+  EXPECT_NE(t.page_then('l').find("=== tokenizer ==="), std::string::npos);
+  std::string p = t.page_then('q');
+  EXPECT_NE(p.find("=== step 0 (prefill) · next-token distribution ==="), std::string::npos) << p;
+  EXPECT_EQ(p.find("layer 0"), std::string::npos);
+  EXPECT_EQ(t.wait_exit(), 0);
+  EXPECT_NE(t.out.find("(quit)"), std::string::npos);
 }
 
 TEST(Step, ShadeGridDrawsMaskedAndWeights) {
@@ -180,4 +199,18 @@ TEST(Step, ShadeGridDrawsMaskedAndWeights) {
   std::string g = shade_grid(v, 2, 2, {"q0", "q1"}, 0);
   EXPECT_NE(g.find("q0 |██··|"), std::string::npos) << g;
   EXPECT_NE(g.find("q1 |▓▓  |"), std::string::npos) << g;
+}
+
+TEST(Step, ShadeGridWritesColumnTokensDownwards) {
+  // Two display columns per cell and line: " world" -> "␣w" "or" "ld"; "!" -> "! ";
+  // 中国 (each character two columns wide) -> "中" "国"; at most 3 lines ("abcdefgh" -> ab cd ef).
+  std::vector<double> v(4, 1.0);
+  std::string g = shade_grid(v, 1, 4, {"q9"}, 8, {" world", "!", "中国", "abcdefgh"});
+  EXPECT_EQ(g,
+            "    ␣w! 中ab\n"
+            "    or  国cd\n"
+            "    ld    ef\n"
+            "        1   \n"   // positions 8..11: the tens digit where a ten starts
+            "    8 9 0 1 \n"
+            "q9 |████████|\n");
 }

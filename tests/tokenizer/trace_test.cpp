@@ -9,6 +9,7 @@
 #include "tests/tokenizer/tok_test_util.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/utf8.h"
+#include "trace/trace_reader.h"
 #include "trace/trace_writer.h"
 
 using namespace lmscope;
@@ -138,6 +139,56 @@ TEST(MergeTrace, WrittenToHdf5) {
   EXPECT_EQ(root.open_dataset("tokenizer/row_0/merges/merged_text").read_strings().back(), " world");
   h5::DatasetData off = root.read_dataset("tokenizer/row_0/word_ids_offset");
   EXPECT_EQ(off.values, (std::vector<double>{0, 1, 2}));
+}
+
+// lmscope-step reads the group back into the EncodeTrace that was written (its merges page is
+// then the one lmscope-trace --step drew from the live encode).
+TEST(MergeTrace, ReadBackFromATrace) {
+  testing_util::TempDir tmp;
+  const std::string path = tmp.file("tok.h5");
+  const tok::Tokenizer& q = tokenizer("qwen-bpe");
+  const tok::Tokenizer& o = tokenizer("tiny-options-a");   // ignore_merges: whole words
+  EncodeTrace a, b, c;
+  q.encode("Hello world", true, &a);
+  q.encode("<|im_start|>中华", true, &b);
+  o.encode("hi<sep>there", true, &c);
+  {
+    TraceWriter w(path);
+    write_tokenizer_trace(w, 0, a, q);
+    write_tokenizer_trace(w, 1, b, q);
+    write_tokenizer_trace(w, 2, c, o);
+    w.commit();
+  }
+  TraceReader r(path);
+  int n_whole = 0;
+  for (int row = 0; row < 3; ++row) {
+    const EncodeTrace& want = row == 0 ? a : row == 1 ? b : c;
+    EncodeTrace got;
+    ASSERT_TRUE(read_tokenizer_trace(r, row, got));
+    EXPECT_EQ(got.text, want.text);
+    EXPECT_EQ(got.ids, want.ids);
+    ASSERT_EQ(got.words.size(), want.words.size());
+    for (size_t w = 0; w < want.words.size(); ++w) {
+      const WordTrace &g = got.words[w], &x = want.words[w];
+      EXPECT_EQ(g.kind, x.kind);
+      EXPECT_EQ(g.text, x.text);
+      EXPECT_EQ(g.symbols, x.symbols);
+      EXPECT_EQ(g.ids, x.ids);
+      EXPECT_EQ(g.whole_word, x.whole_word) << "row " << row << " word " << w;
+      n_whole += x.whole_word;
+      ASSERT_EQ(g.merges.size(), x.merges.size());
+      for (size_t m = 0; m < x.merges.size(); ++m) {
+        EXPECT_EQ(g.merges[m].left, x.merges[m].left);
+        EXPECT_EQ(g.merges[m].right, x.merges[m].right);
+        EXPECT_EQ(g.merges[m].merged, x.merges[m].merged);
+        EXPECT_EQ(g.merges[m].rank, x.merges[m].rank);
+        EXPECT_EQ(g.merges[m].position, x.merges[m].position);
+      }
+    }
+  }
+  EXPECT_GT(n_whole, 0);   // the inference of whole_word was exercised
+  EncodeTrace none;
+  EXPECT_FALSE(read_tokenizer_trace(r, 3, none));
 }
 
 TEST(Cache, RepeatedWordsGiveTheSameIds) {
