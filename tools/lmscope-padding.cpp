@@ -27,7 +27,11 @@ int main(int argc, char** argv) {
   app.add_option("--modes", modes, "comma-separated: left, right_hf, right_aware, left_colpos")->capture_default_str();
   app.add_option("--out-dir", opt.out_dir, "directory for the traces (solo_<row>.h5, <mode>.h5), divergence.svg and padding.svg")
       ->required();
-  app.add_option("--hooks", opt.hooks, "hooks to trace and compare (globs, docs/hooks.md)")->capture_default_str();
+  app.add_option("--hooks", opt.hooks,
+                 "hooks to trace and compare (globs, docs/hooks.md); writing every hook of every run is most of the "
+                 "time on a real model: the report reads sample.*, embed, layers.*.resid_post, logits, "
+                 "layers.*.attn.q_rope/k_rope/scores")
+      ->capture_default_str();
   app.add_option("--layers", opt.layers, "layer ranges for layers.* and kv.* hooks, e.g. 0-3,7");
   app.add_option("--tolerances", tol_file, "JSON {\"glob\": {\"atol\": x, \"rtol\": y}} checked before the defaults");
   app.add_flag("--json", json, "print one JSON object instead of the report");

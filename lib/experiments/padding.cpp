@@ -116,11 +116,16 @@ std::string sentence_for(const PaddingRow& row, const ModeRow& mr, int b, int64_
                std::to_string(pads) + " pads in between stay masked)";
       return rb + "right padding read at the last real token should match, yet it " + departs() + "; " + token_note();
     case PaddingMode::LeftColpos: {
+      // Untraced hooks have no error to report: say so rather than print a 0 nobody measured.
       std::string s = rb + "positions are column indices (" + range_str(pads, P - 1) + " instead of " +
-                      range_str(0, len - 1) + "): q/k after RoPE differ by up to " + fmt_num(mr.max_q_rope_err);
+                      range_str(0, len - 1) + "): q/k after RoPE " +
+                      (mr.q_rope_compared ? "differ by up to " + fmt_num(mr.max_q_rope_err)
+                                          : std::string("not traced (--hooks 'layers.*.attn.q_rope')"));
       if (mr.matches_solo)
-        s += ", but attention sees only position differences, so the scores agree (max " +
-             fmt_num(mr.max_scores_err) + ") and " + token_note();
+        s += std::string(", but attention sees only position differences, so ") +
+             (mr.scores_compared ? "the scores agree (max " + fmt_num(mr.max_scores_err) + ")"
+                                 : "the traced hooks agree") +
+             " and " + token_note();
       else
         s += "; RoPE forgives the shift only up to rounding: it " + departs() + "; " + token_note();
       return s;
@@ -245,8 +250,14 @@ PaddingReport run_padding_experiment(const ModelContext& m, const PaddingOptions
           if (std::isnan(v) || rel > v) v = rel;
           if (!r.pass) mr.layer_qk_fail[size_t(1 + p->layer)] = 1;
         }
-        if (p && p->id == Hook::AttnQRope) mr.max_q_rope_err = std::max(mr.max_q_rope_err, r.m.max_abs);
-        if (p && p->id == Hook::AttnScores) mr.max_scores_err = std::max(mr.max_scores_err, r.m.max_abs);
+        if (p && p->id == Hook::AttnQRope) {
+          mr.max_q_rope_err = std::max(mr.max_q_rope_err, r.m.max_abs);
+          mr.q_rope_compared = true;
+        }
+        if (p && p->id == Hook::AttnScores) {
+          mr.max_scores_err = std::max(mr.max_scores_err, r.m.max_abs);
+          mr.scores_compared = true;
+        }
       }
       mr.matches_solo = mr.tokens_equal && !other_fail;
       mr.sentence = sentence_for(row, mr, int(b), rep.width, m);

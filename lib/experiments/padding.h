@@ -68,6 +68,7 @@ struct ModeRow {
   std::vector<double> layer_qk_rel;    // [_, q_rope/k_rope of layers 0..L-1, _]: worst rel
   std::vector<char> layer_qk_fail;
   double max_q_rope_err = 0, max_scores_err = 0;   // for the RoPE sentence
+  bool q_rope_compared = false, scores_compared = false;   // traced (--hooks): else the sentence cannot say
   int64_t read_column = -1;            // the column the first new token was read from
   std::string sentence;                // one plain sentence: why
 };

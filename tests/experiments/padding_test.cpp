@@ -189,3 +189,39 @@ TEST(PaddingModes, NamesRoundTripAndBadNamesAreOneLine) {
   EXPECT_FALSE(carries_absolute_position("kv.0.v"));
   EXPECT_FALSE(carries_absolute_position("layers.0.attn.scores"));
 }
+
+// With --hooks restricted (what keeps the experiment fast on a real model), the report still
+// judges every row, and says nothing it did not measure: without q_rope/scores traced, the
+// left_colpos sentence cannot give their errors (a 0 there would read as "no difference").
+TEST(PaddingExperimentHooks, RestrictedHooksStillJudgeAndNeverReportAnUnmeasuredZero) {
+  Tiny tiny;
+  testing_util::TempDir dir;
+  PaddingOptions o;
+  o.prompts = {{42, 308, 333, 746, 3}, {43, 392, 346, 287, 382, 962, 676, 3}};
+  o.max_new_tokens = 4;
+  o.pad_id = 0;
+  o.eos_ids = {};
+  o.modes = {PaddingMode::Left, PaddingMode::RightHf, PaddingMode::LeftColpos};
+  o.hooks = "tokens.*,sample.*,layers.*.resid_post";
+  o.out_dir = dir.file("padding");
+  PaddingReport rep = run_padding_experiment(tiny.ctx, o);
+  const PaddingRow& row = rep.rows.at(0);   // 5 tokens, 3 pads
+  ASSERT_EQ(row.pads, 3);
+  ASSERT_EQ(row.modes.size(), 3u);
+  const ModeRow &left = row.modes[0], &hf = row.modes[1], &colpos = row.modes[2];
+  EXPECT_TRUE(left.matches_solo) << left.sentence;
+  EXPECT_FALSE(hf.matches_solo);
+  ASSERT_TRUE(hf.first_divergence);
+  EXPECT_EQ(hf.first_divergence->step, 0);   // sample.* is traced: the choice at step 0
+  EXPECT_EQ(hf.first_divergence->hook.rfind("sample.", 0), 0u) << hf.first_divergence->hook;
+  EXPECT_TRUE(colpos.matches_solo) << colpos.sentence;
+  EXPECT_FALSE(colpos.q_rope_compared);
+  EXPECT_FALSE(colpos.scores_compared);
+  EXPECT_NE(colpos.sentence.find("q/k after RoPE not traced"), std::string::npos) << colpos.sentence;
+  EXPECT_EQ(colpos.sentence.find("differ by up to"), std::string::npos) << colpos.sentence;
+  EXPECT_EQ(colpos.sentence.find("scores agree"), std::string::npos) << colpos.sentence;
+  // Only the asked hooks (and the mask the alignment needs) are in the traces.
+  TraceReader tr(left.trace);
+  for (const std::string& h : tr.hooks(0))
+    EXPECT_TRUE(h.rfind("tokens.", 0) == 0 || h.rfind("sample.", 0) == 0 || h.find(".resid_post") != std::string::npos) << h;
+}
