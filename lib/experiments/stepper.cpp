@@ -163,6 +163,8 @@ void Stepper::page(const std::string& title, const std::function<std::string()>&
 }
 
 void Stepper::begin_step(const StepInfo& info) {
+  inputs_page_once();   // the previous step's, when only tokens.* / mask.* were traced
+  inputs_page_done_ = false;
   const bool intro = !intro_done_;
   if (intro) {
     intro_done_ = true;
@@ -200,16 +202,27 @@ std::vector<std::string> Stepper::key_labels(int64_t b, int64_t c0, int64_t S) c
 
 void Stepper::offer(Hook h, int layer, const Tensor& t) {
   HookData d = to_hook_data(h, layer, t);
+  const bool input = d.hook.rfind("tokens.", 0) == 0 || d.hook.rfind("mask.", 0) == 0;
   cur_[d.hook] = std::move(d);
   if (h == Hook::TokensInputIds) note_input_ids();
+  if (!input && h != Hook::Embed) inputs_page_once();   // the first hook past the inputs: they are complete
   pages_for(h, layer);
+}
+
+// The inputs page comes with the embeddings; when `embed` is not traced, it comes before the
+// first later hook, or at the end of the step.
+void Stepper::inputs_page_once() {
+  if (inputs_page_done_ || !intro_done_ || cur_.empty()) return;
+  inputs_page_done_ = true;
+  if (get("tokens.input_ids") || get("mask.combined"))
+    page("tokens, positions and masks", [&] { return page_inputs(); }, -1);
 }
 
 void Stepper::pages_for(Hook h, int layer) {
   const std::string ls = "layer " + std::to_string(layer) + " · ";
   switch (h) {
     case Hook::Embed:
-      page("tokens, positions and masks", [&] { return page_inputs(); }, -1);
+      inputs_page_once();
       page("embeddings", [&] { return page_embed(); }, -1);
       break;
     case Hook::AttnKRope: page(ls + "q/k before and after RoPE", [&] { return page_rope(layer); }, layer); break;
@@ -241,6 +254,7 @@ void Stepper::replay_step(const StepInfo& info, std::map<std::string, HookData> 
 }
 
 void Stepper::finish() {
+  inputs_page_once();
   if (!intro_done_) {
     intro_done_ = true;
     for (const std::string& p : opt_.intro_pages) page("tokenizer", [&] { return p; }, -1);
@@ -401,7 +415,7 @@ std::string Stepper::page_ffn(int l) const {
   for (int64_t i = 0; i < F; ++i) closed += gv[i] < -2.0;
   int64_t quiet = 0;
   for (int64_t i = 0; i < F; ++i) quiet += std::fabs(av[i]) < 0.01 * amax;
-  o << "  " << closed << " of " << F << " gates below -2 (silu ~ 0: closed); " << quiet
+  o << "  " << closed << " of " << F << " gates below -2 (|silu| < 0.24: nearly closed); " << quiet
     << " neurons under 1% of the largest |act|\n";
   std::vector<int64_t> idx(static_cast<size_t>(F));
   std::iota(idx.begin(), idx.end(), 0);

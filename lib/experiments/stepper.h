@@ -75,6 +75,7 @@ class Stepper : public TraceSink {
   std::string tok(int32_t id) const;
   std::vector<std::string> key_labels(int64_t b, int64_t c0, int64_t S) const;
   std::string page_inputs() const;
+  void inputs_page_once();
   std::string page_embed() const;
   std::string page_rope(int layer) const;
   std::string page_attention(int layer) const;
@@ -95,6 +96,7 @@ class Stepper : public TraceSink {
   size_t view_ = 0;            // the index in shown_ of the page on screen
   int pages_shown_ = 0;
   bool intro_done_ = false;
+  bool inputs_page_done_ = false;   // this step's "tokens, positions and masks" page
   int skip_below_layer_ = -1;   // `n`, `l`, `s`, `g`: this step's pages of layers < this are skipped
   bool raw_ = false;
   void* saved_termios_ = nullptr;

@@ -142,6 +142,23 @@ TEST(Step, SamplingPagesShowTheCutAndTheDraw) {
   EXPECT_NE(s.find("(not traced: layers.0.ffn.gate, layers.0.ffn.up, layers.0.ffn.act; "), std::string::npos);
 }
 
+// With only the inputs traced, no `embed` arrives to bring their page: it still comes, once a
+// step (2 steps: 2 pages), with the mask of 2 rows (the second prompt left-padded by 2).
+TEST(Step, TheInputsPageComesWithoutEmbed) {
+  TempDir dir;
+  const std::string out = dir.file("out.txt");
+  int rc = std::system((kTrace + " --model " + kTiny + " --prompt-ids 42,308,333,746 --prompt-ids 43,392" +
+                        " --max-new-tokens 2 --step --hooks 'tokens.*,mask.*' < /dev/null > '" + out + "' 2>/dev/null")
+                           .c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 0);
+  const std::string s = read_text(out);
+  size_t n = 0;
+  for (size_t at = s.find("tokens, positions and masks"); at != std::string::npos; at = s.find("tokens, positions and masks", at + 1)) ++n;
+  EXPECT_EQ(n, 2u) << s;
+  EXPECT_NE(s.find("(pad: masked as a key)"), std::string::npos) << s;
+}
+
 TEST(Step, InATerminalEnterAdvancesNSkipsALayerAndQQuits) {
   ASSERT_TRUE(std::filesystem::exists(kTrace));
   TempDir dir;
