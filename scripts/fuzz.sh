@@ -1,29 +1,26 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of fuzz/ with clang (-fsanitize=fuzzer,address,undefined) into
-# build-fuzz/ and runs each for SECONDS (default 60) from its committed seed corpus
-# (fuzz/corpus/<target>; fuzz/README.md). A crash, a sanitizer report, a hang (-timeout), a
-# leak or an out-of-memory is kept in build-fuzz/findings/<target>/ with its report; the
-# script fails when fuzz/triage.py says one of them is lmscope's (libhdf5's own are listed).
+# build-asan/ (scripts/configure-asan.sh, shared with scripts/sanitize.sh) and runs each for
+# SECONDS (default 60) from its committed seed corpus (fuzz/corpus/<target>; fuzz/README.md).
+# A crash, a sanitizer report, a hang (-timeout), a leak or an out-of-memory is kept in
+# build-asan/findings/<target>/ with its report; the script fails when fuzz/triage.py says one of them is lmscope's (libhdf5's own are listed).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     e.g. scripts/fuzz.sh 600 fuzz_gguf
-# New inputs the fuzzer finds go to build-fuzz/corpus/<target> (the committed corpus is read only).
+# New inputs the fuzzer finds go to build-asan/corpus/<target> (the committed corpus is read only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_safetensors fuzz_gguf fuzz_tokenizer fuzz_trace)
-san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
-cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLMSCOPE_CUDA=OFF -DLMSCOPE_FUZZ=ON \
-  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_CXX_FLAGS="$san -fsanitize=fuzzer-no-link" >/dev/null
-cmake --build build-fuzz -j"${JOBS:-$(nproc)}" --target "${targets[@]}"
+scripts/configure-asan.sh
+cmake --build build-asan -j"${JOBS:-$(nproc)}" --target "${targets[@]}"
 status=0
 for t in "${targets[@]}"; do
   seeds="fuzz/corpus/${t#fuzz_}"   # fuzz_gguf reads fuzz/corpus/gguf
   [ -d "$seeds" ] || { echo "fuzz: no seed corpus $seeds"; exit 1; }
-  findings="build-fuzz/findings/$t"
+  findings="build-asan/findings/$t"
   rm -rf "$findings"
-  mkdir -p "build-fuzz/corpus/$t" "$findings"
+  mkdir -p "build-asan/corpus/$t" "$findings"
   echo "== $t: ${seconds}s"
   # allocator_may_return_null: a malloc larger than ASan's 1 TiB maximum returns NULL, as
   # glibc's would (libhdf5 asks for 2^50 bytes on some damaged headers and handles the NULL);
@@ -37,16 +34,16 @@ for t in "${targets[@]}"; do
   limits=(-timeout=10 -rss_limit_mb=4096 -max_len=1048576)
   # Fork mode: a finding is saved and fuzzing goes on, so that libhdf5's own bugs (fuzz_trace)
   # do not end the run; each finding is then re-run alone and triaged (fuzz/triage.py).
-  "build-fuzz/$t" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -max_total_time="$seconds" \
-      "${limits[@]}" -artifact_prefix="$findings/" "build-fuzz/corpus/$t" "$seeds" > "build-fuzz/$t.log" 2>&1 || true
-  runs=$(grep -oE '^#[0-9]+' "build-fuzz/$t.log" | tail -1 | tr -d '#')
+  "build-asan/$t" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -max_total_time="$seconds" \
+      "${limits[@]}" -artifact_prefix="$findings/" "build-asan/corpus/$t" "$seeds" > "build-asan/$t.log" 2>&1 || true
+  runs=$(grep -oE '^#[0-9]+' "build-asan/$t.log" | tail -1 | tr -d '#')
   reports=()
   for r in "$findings"/*; do
     [ -f "$r" ] || continue
-    timeout 120 "build-fuzz/$t" "${limits[@]}" "$r" > "$r.report" 2>&1 || true
+    timeout 120 "build-asan/$t" "${limits[@]}" "$r" > "$r.report" 2>&1 || true
     reports+=("$r.report")
   done
-  echo "$t: ${runs:-0} inputs in ${seconds}s, ${#reports[@]} findings (log: build-fuzz/$t.log)"
+  echo "$t: ${runs:-0} inputs in ${seconds}s, ${#reports[@]} findings (log: build-asan/$t.log)"
   if [ ${#reports[@]} -gt 0 ] && ! python3 fuzz/triage.py "${reports[@]}"; then
     echo "$t: FINDING in lmscope (reproducers and reports in $findings/)"
     status=1

@@ -5,7 +5,8 @@ set -euo pipefail
 packages=(cmake g++ pkg-config libhdf5-dev hdf5-tools nlohmann-json3-dev libcli11-dev libgtest-dev
           libopenblas-dev libpcre2-dev libutf8proc-dev libpng-dev
           python3-h5py python3-numpy python3-pytest    # tests/python (ctest python_reader), /usr/bin/python3
-          chromium)                                    # renders lmscope-report's page and pictures in tests/report
+          chromium                                     # renders lmscope-report's page and pictures in tests/report
+          clang)                                       # scripts/sanitize.sh and scripts/fuzz.sh (ASan, UBSan, libFuzzer)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
