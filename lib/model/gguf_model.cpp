@@ -159,19 +159,20 @@ ModelConfig gguf_model_config(const GgufFile& f) {
 }
 
 namespace {
-// A 2-D Q8_0/Q4_1 weight keeps its blocks beside the float32 values (tensor/quant_blocks.h):
-// a view into the mapped file, for the CPU's decode matmul.
-void attach_blocks(Tensor& w, const GgufFile& f, const GgufTensorInfo& t) {
+// A 2-D Q8_0/Q4_1 weight is held as its blocks only (tensor/quant_blocks.h): a view into the
+// mapped file, no float32 copy. Null for any other tensor (those are dequantized at load).
+std::shared_ptr<const QuantBlocks> file_blocks(const GgufFile& f, const GgufTensorInfo& t) {
   const std::string type = ggml_type_name(t.type);
-  if (w.ndim() != 2 || w.dim(1) % QuantBlocks::kBlock != 0 || (type != "Q8_0" && type != "Q4_1")) return;
+  const Shape shape = t.shape();
+  if (shape.size() != 2 || shape[1] % QuantBlocks::kBlock != 0 || (type != "Q8_0" && type != "Q4_1")) return nullptr;
   auto b = std::make_shared<QuantBlocks>();
   b->type = type == "Q8_0" ? BlockType::Q8_0 : BlockType::Q4_1;
-  b->rows = w.dim(0);
-  b->cols = w.dim(1);
+  b->rows = shape[0];
+  b->cols = shape[1];
+  if (t.nbytes != uint64_t(b->rows) * b->row_bytes()) return nullptr;   // not the layout we read: floats
   b->data = f.tensor_data(t);
   b->owner = f.owner();
-  if (t.nbytes != uint64_t(b->rows) * b->row_bytes()) return;   // not the layout we read: floats only
-  w.set_blocks(std::move(b));
+  return b;
 }
 }  // namespace
 
@@ -182,9 +183,6 @@ Tensor gguf_unpermute_rows(const Tensor& w, int n_head) {
     throw std::invalid_argument("gguf_unpermute_rows: " + shape_str(w.shape()) +
                                 " cannot be split into " + std::to_string(n_head) + " heads of even size");
   const int64_t hd = rows / n_head, half = hd / 2;
-  Tensor out = Tensor::zeros(w.shape());
-  const float* src = w.f32();
-  float* dst = out.f32();
   // row h*hd + i*half + j of the result is row h*hd + 2j + i of the file
   auto permute = [&](uint8_t* to, const uint8_t* from, size_t row_bytes) {
     for (int64_t h = 0; h < n_head; ++h)
@@ -192,15 +190,19 @@ Tensor gguf_unpermute_rows(const Tensor& w, int n_head) {
         for (int64_t j = 0; j < half; ++j)
           std::memcpy(to + (h * hd + i * half + j) * row_bytes, from + (h * hd + 2 * j + i) * row_bytes, row_bytes);
   };
-  permute(reinterpret_cast<uint8_t*>(dst), reinterpret_cast<const uint8_t*>(src), size_t(cols) * sizeof(float));
-  if (const auto& blocks = w.blocks()) {   // the blocks move with their rows
-    auto copy = std::make_shared<std::vector<uint8_t>>(size_t(rows) * blocks->row_bytes());
-    permute(copy->data(), blocks->data, blocks->row_bytes());
-    auto b = std::make_shared<QuantBlocks>(*blocks);
+  std::shared_ptr<const QuantBlocks> blocks;
+  if (const auto& fb = w.blocks()) {   // the blocks move with their rows
+    auto copy = std::make_shared<std::vector<uint8_t>>(size_t(rows) * fb->row_bytes());
+    permute(copy->data(), fb->data, fb->row_bytes());
+    auto b = std::make_shared<QuantBlocks>(*fb);
     b->data = copy->data();
     b->owner = copy;
-    out.set_blocks(std::move(b));
+    blocks = std::move(b);
   }
+  if (!w.has_storage()) return Tensor::from_blocks(std::move(blocks));   // blocks only
+  Tensor out = Tensor::zeros(w.shape());
+  permute(reinterpret_cast<uint8_t*>(out.f32()), reinterpret_cast<const uint8_t*>(w.f32()), size_t(cols) * sizeof(float));
+  out.set_blocks(std::move(blocks));
   return out;
 }
 
@@ -224,9 +226,8 @@ GgufModel load_gguf_model(const std::string& path) {
       fail(path, "tensor '" + name + "' has shape " + shape_str(t.shape()) + " (ggml ne reversed), expected " +
                      shape_str(expected));
     used.insert(name);
-    Tensor w = f.to_f32(t);
-    attach_blocks(w, f, t);
-    return w;
+    if (auto b = file_blocks(f, t)) return Tensor::from_blocks(std::move(b));
+    return f.to_f32(t);
   };
 
   Weights& w = m.weights;
