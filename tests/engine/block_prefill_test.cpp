@@ -64,9 +64,11 @@ void with_threads(int threads, const Body& body) {
 }  // namespace
 
 TEST(BlockPrefill, PanelHeightFollowsTheRowWidth) {
-  // 512 KiB of float32 rows: 576 columns -> 227 rows; 8960 columns -> 14, raised to 16.
-  EXPECT_EQ(cpu::prefill_panel_rows(576), 227);
-  EXPECT_EQ(cpu::prefill_panel_rows(8960), cpu::kPrefillMinRows);
+  // 2 MiB of float32 rows: 576 columns (2304 bytes) -> 910 rows; 8960 -> 58; 65536 -> 8,
+  // raised to 16.
+  EXPECT_EQ(cpu::prefill_panel_rows(576), 910);
+  EXPECT_EQ(cpu::prefill_panel_rows(8960), 58);
+  EXPECT_EQ(cpu::prefill_panel_rows(65536), cpu::kPrefillMinRows);
 }
 
 // The panel's values are the loader's, bit for bit, whichever implementation runs: every

@@ -24,7 +24,8 @@ namespace lmscope::cpu {
 #if defined(LMSCOPE_AVX2_ONLY)
 namespace {
 
-// 8 unsigned bytes -> 8 floats: d * q (+ m), each product and sum rounded on its own.
+// 8 bytes (int8 for Q8_0, nibbles for Q4_1) -> 8 floats: d * q (+ m), each product and sum
+// rounded on its own.
 LMSCOPE_AVX2_ONLY inline void store8(float* y, __m128i bytes8, bool is_signed, __m256 d, const __m256* m) {
   const __m256i i = is_signed ? _mm256_cvtepi8_epi32(bytes8) : _mm256_cvtepu8_epi32(bytes8);
   __m256 v = _mm256_mul_ps(d, _mm256_cvtepi32_ps(i));
@@ -85,21 +86,39 @@ int64_t prefill_panel_rows(int64_t cols) {
   return std::max(kPrefillMinRows, by_bytes);
 }
 
+namespace {
+
+// The calling thread's panel buffer, kept for the thread's life (OpenMP's threads persist), so
+// that a matmul neither faults in fresh pages nor hands glibc a freed 2 MiB mapping: freeing
+// one raises malloc's mmap threshold, after which the trace's MB-sized tensors came from the
+// heap and stayed there (+93 MB peak on a SmolLM2 trace).
+float* thread_panel(size_t floats) {
+  thread_local std::unique_ptr<float, decltype(&std::free)> buf(nullptr, &std::free);
+  thread_local size_t capacity = 0;
+  if (floats > capacity) {
+    // 64-byte aligned: the sgemm kernels' packing reads it in whole vectors.
+    const size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
+    buf.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    if (!buf) throw std::runtime_error("block_prefill_matmul: out of memory for a panel");
+    capacity = bytes / sizeof(float);
+  }
+  return buf.get();
+}
+
+}  // namespace
+
 void block_prefill_matmul(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
   if (N < 1) throw std::logic_error("block_prefill_matmul: " + std::to_string(N) + " rows");
   const int64_t O = W.rows, I = W.cols;
   const int64_t panel = prefill_panel_rows(I);
   over_outputs(O, [&](int64_t o0, int64_t o1) {
     const int64_t rows = std::min(panel, o1 - o0);
-    // 64-byte aligned: the sgemm kernels' packing reads it in whole vectors.
-    std::unique_ptr<float, decltype(&std::free)> scratch(
-        static_cast<float*>(std::aligned_alloc(64, (size_t(rows * I) * sizeof(float) + 63) / 64 * 64)), &std::free);
-    if (!scratch) throw std::runtime_error("block_prefill_matmul: out of memory for a panel");
+    float* scratch = thread_panel(size_t(rows * I));
     for (int64_t p0 = o0; p0 < o1; p0 += rows) {
       const int64_t n = std::min(rows, o1 - p0);
-      dequantize_panel(W, p0, n, scratch.get());
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(N), int(n), int(I), 1.0f, x, int(I), scratch.get(),
-                  int(I), 0.0f, out + p0, int(O));
+      dequantize_panel(W, p0, n, scratch);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(N), int(n), int(I), 1.0f, x, int(I), scratch, int(I),
+                  0.0f, out + p0, int(O));
       if (bias)
         for (int64_t r = 0; r < N; ++r)
           for (int64_t j = p0; j < p0 + n; ++j) out[r * O + j] += bias[j];
