@@ -7,8 +7,7 @@ biases, RoPE theta 10000, RMSNorm eps 1e-6). Every matrix is quantized to Q4_1 w
 A stand-in byte-level tokenizer (the 256 byte tokens, one merge, numbered filler up to the
 vocabulary) lets the tools load it; give it --prompt-ids.
 
-  python3 -m venv /work/venv-gguf && /work/venv-gguf/bin/pip install gguf numpy
-  /work/venv-gguf/bin/python scripts/make_synthetic_gguf.py /tmp/r1-1.5b-shape.Q4_1.gguf
+  venv/bin/python scripts/make_synthetic_gguf.py /tmp/r1-1.5b-shape.Q4_1.gguf   # gguf, numpy
   lmscope-trace --model /tmp/r1-1.5b-shape.Q4_1.gguf --prompt-ids 1,2,3 --max-new-tokens 1
 
 Weights are N(0, 0.02) from a fixed seed; the file (~1.1 GB) is not meant to be committed.

@@ -91,7 +91,7 @@ namespace {
 // The calling thread's panel buffer, kept for the thread's life (OpenMP's threads persist), so
 // that a matmul neither faults in fresh pages nor hands glibc a freed 2 MiB mapping: freeing
 // one raises malloc's mmap threshold, after which the trace's MB-sized tensors came from the
-// heap and stayed there (+93 MB peak on a SmolLM2 trace).
+// heap and stayed there (+92 MiB peak on a SmolLM2 trace).
 float* thread_panel(size_t floats) {
   thread_local std::unique_ptr<float, decltype(&std::free)> buf(nullptr, &std::free);
   thread_local size_t capacity = 0;

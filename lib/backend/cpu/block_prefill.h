@@ -10,8 +10,8 @@
 // the float32 path computes it; only OpenBLAS's blocking of the output columns differs.
 // Cost: one dequantization of W per call (I*O weights against N*I*O multiply-adds; AVX2 when
 // the processor has it) and one sgemm call per panel. Measured on SmolLM2's layer shapes, N =
-// 128, one thread (CPU time against sgemm over float32 values): +3-4% with 2 MiB panels, +7%
-// with 1 MiB, +22% with 128 KiB; 4 MiB gains nothing more.
+// 128, one thread (CPU time against sgemm over float32 values): +3-4% with 2 MiB panels; with a
+// buffer allocated per call, +7% with 1 MiB, +22% with 128 KiB, and 4 MiB gained nothing.
 #pragma once
 #include <cstddef>
 #include <cstdint>
