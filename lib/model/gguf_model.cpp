@@ -1,6 +1,9 @@
 // load_gguf_model: llama.cpp metadata -> ModelConfig, llama.cpp tensor names -> Weights.
 #include "model/gguf_model.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <memory>
 #include <set>
@@ -174,6 +177,19 @@ std::shared_ptr<const QuantBlocks> file_blocks(const GgufFile& f, const GgufTens
   b->owner = f.owner();
   return b;
 }
+
+// Un-permuting copies a q/k matrix's blocks; the file pages it read to do so would stay in the
+// resident set beside the copy (8 MiB for SmolLM2). The mapping is read-only and private, so
+// dropping them only means a later read faults them in again from the file. Whole pages
+// inside the matrix only (its neighbours' pages stay).
+void release_file_pages(const Tensor& w) {
+  if (!w.blocks() || w.has_storage()) return;
+  const QuantBlocks& b = *w.blocks();
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (uintptr_t(b.data) + page - 1) / page * page;
+  const uintptr_t hi = (uintptr_t(b.data) + b.rows * b.row_bytes()) / page * page;
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);   // advice: failure is harmless
+}
 }  // namespace
 
 Tensor gguf_unpermute_rows(const Tensor& w, int n_head) {
@@ -254,8 +270,11 @@ GgufModel load_gguf_model(const std::string& path) {
       L.bv = get(p + "attn_v.bias", {KV});
     }
     if (permuted) {  // convert_hf_to_gguf permutes q with n_head, k with n_head_kv (bias too)
-      L.wq = gguf_unpermute_rows(L.wq, c.num_heads);
-      L.wk = gguf_unpermute_rows(L.wk, c.num_kv_heads);
+      const Tensor file_q = L.wq, file_k = L.wk;
+      L.wq = gguf_unpermute_rows(file_q, c.num_heads);
+      L.wk = gguf_unpermute_rows(file_k, c.num_kv_heads);
+      release_file_pages(file_q);
+      release_file_pages(file_k);
       if (c.attention_bias) {
         L.bq = gguf_unpermute_rows(L.bq, c.num_heads);
         L.bk = gguf_unpermute_rows(L.bk, c.num_kv_heads);
