@@ -23,7 +23,7 @@ Decoder::Decoder(const ModelConfig& cfg, const Weights& w, Backend& backend) : c
   auto prep = [&](const Tensor& t) { return prepare_or_empty(backend_, t); };
   w_.embed = prep(w.embed);
   // A tied head is the embedding table itself: prepare it once.
-  w_.lm_head = (w.lm_head.raw() == w.embed.raw()) ? w_.embed : prep(w.lm_head);
+  w_.lm_head = w.lm_head.same_storage(w.embed) ? w_.embed : prep(w.lm_head);
   w_.final_norm = prep(w.final_norm);
   for (const LayerWeights& lw : w.layers) {
     LayerWeights p;

@@ -1,6 +1,9 @@
 // load_gguf_model: llama.cpp metadata -> ModelConfig, llama.cpp tensor names -> Weights.
 #include "model/gguf_model.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <memory>
 #include <set>
@@ -159,19 +162,33 @@ ModelConfig gguf_model_config(const GgufFile& f) {
 }
 
 namespace {
-// A 2-D Q8_0/Q4_1 weight keeps its blocks beside the float32 values (tensor/quant_blocks.h):
-// a view into the mapped file, for the CPU's decode matmul.
-void attach_blocks(Tensor& w, const GgufFile& f, const GgufTensorInfo& t) {
+// A 2-D Q8_0/Q4_1 weight is held as its blocks only (tensor/quant_blocks.h): a view into the
+// mapped file, no float32 copy. Null for any other tensor (those are dequantized at load).
+std::shared_ptr<const QuantBlocks> file_blocks(const GgufFile& f, const GgufTensorInfo& t) {
   const std::string type = ggml_type_name(t.type);
-  if (w.ndim() != 2 || w.dim(1) % QuantBlocks::kBlock != 0 || (type != "Q8_0" && type != "Q4_1")) return;
+  const Shape shape = t.shape();
+  if (shape.size() != 2 || shape[1] % QuantBlocks::kBlock != 0 || (type != "Q8_0" && type != "Q4_1")) return nullptr;
   auto b = std::make_shared<QuantBlocks>();
   b->type = type == "Q8_0" ? BlockType::Q8_0 : BlockType::Q4_1;
-  b->rows = w.dim(0);
-  b->cols = w.dim(1);
+  b->rows = shape[0];
+  b->cols = shape[1];
+  if (t.nbytes != uint64_t(b->rows) * b->row_bytes()) return nullptr;   // not the layout we read: floats
   b->data = f.tensor_data(t);
   b->owner = f.owner();
-  if (t.nbytes != uint64_t(b->rows) * b->row_bytes()) return;   // not the layout we read: floats only
-  w.set_blocks(std::move(b));
+  return b;
+}
+
+// Un-permuting copies a q/k matrix's blocks; the file pages it read to do so would stay in the
+// resident set beside the copy (8 MiB for SmolLM2). The mapping is read-only and private, so
+// dropping them only means a later read faults them in again from the file. Whole pages
+// inside the matrix only (its neighbours' pages stay).
+void release_file_pages(const Tensor& w) {
+  if (!w.blocks() || w.has_storage()) return;
+  const QuantBlocks& b = *w.blocks();
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (uintptr_t(b.data) + page - 1) / page * page;
+  const uintptr_t hi = (uintptr_t(b.data) + b.rows * b.row_bytes()) / page * page;
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);   // advice: failure is harmless
 }
 }  // namespace
 
@@ -182,9 +199,6 @@ Tensor gguf_unpermute_rows(const Tensor& w, int n_head) {
     throw std::invalid_argument("gguf_unpermute_rows: " + shape_str(w.shape()) +
                                 " cannot be split into " + std::to_string(n_head) + " heads of even size");
   const int64_t hd = rows / n_head, half = hd / 2;
-  Tensor out = Tensor::zeros(w.shape());
-  const float* src = w.f32();
-  float* dst = out.f32();
   // row h*hd + i*half + j of the result is row h*hd + 2j + i of the file
   auto permute = [&](uint8_t* to, const uint8_t* from, size_t row_bytes) {
     for (int64_t h = 0; h < n_head; ++h)
@@ -192,15 +206,19 @@ Tensor gguf_unpermute_rows(const Tensor& w, int n_head) {
         for (int64_t j = 0; j < half; ++j)
           std::memcpy(to + (h * hd + i * half + j) * row_bytes, from + (h * hd + 2 * j + i) * row_bytes, row_bytes);
   };
-  permute(reinterpret_cast<uint8_t*>(dst), reinterpret_cast<const uint8_t*>(src), size_t(cols) * sizeof(float));
-  if (const auto& blocks = w.blocks()) {   // the blocks move with their rows
-    auto copy = std::make_shared<std::vector<uint8_t>>(size_t(rows) * blocks->row_bytes());
-    permute(copy->data(), blocks->data, blocks->row_bytes());
-    auto b = std::make_shared<QuantBlocks>(*blocks);
+  std::shared_ptr<const QuantBlocks> blocks;
+  if (const auto& fb = w.blocks()) {   // the blocks move with their rows
+    auto copy = std::make_shared<std::vector<uint8_t>>(size_t(rows) * fb->row_bytes());
+    permute(copy->data(), fb->data, fb->row_bytes());
+    auto b = std::make_shared<QuantBlocks>(*fb);
     b->data = copy->data();
     b->owner = copy;
-    out.set_blocks(std::move(b));
+    blocks = std::move(b);
   }
+  if (!w.has_storage()) return Tensor::from_blocks(std::move(blocks));   // blocks only
+  Tensor out = Tensor::zeros(w.shape());
+  permute(reinterpret_cast<uint8_t*>(out.f32()), reinterpret_cast<const uint8_t*>(w.f32()), size_t(cols) * sizeof(float));
+  out.set_blocks(std::move(blocks));
   return out;
 }
 
@@ -224,9 +242,8 @@ GgufModel load_gguf_model(const std::string& path) {
       fail(path, "tensor '" + name + "' has shape " + shape_str(t.shape()) + " (ggml ne reversed), expected " +
                      shape_str(expected));
     used.insert(name);
-    Tensor w = f.to_f32(t);
-    attach_blocks(w, f, t);
-    return w;
+    if (auto b = file_blocks(f, t)) return Tensor::from_blocks(std::move(b));
+    return f.to_f32(t);
   };
 
   Weights& w = m.weights;
@@ -253,8 +270,11 @@ GgufModel load_gguf_model(const std::string& path) {
       L.bv = get(p + "attn_v.bias", {KV});
     }
     if (permuted) {  // convert_hf_to_gguf permutes q with n_head, k with n_head_kv (bias too)
-      L.wq = gguf_unpermute_rows(L.wq, c.num_heads);
-      L.wk = gguf_unpermute_rows(L.wk, c.num_kv_heads);
+      const Tensor file_q = L.wq, file_k = L.wk;
+      L.wq = gguf_unpermute_rows(file_q, c.num_heads);
+      L.wk = gguf_unpermute_rows(file_k, c.num_kv_heads);
+      release_file_pages(file_q);
+      release_file_pages(file_k);
       if (c.attention_bias) {
         L.bq = gguf_unpermute_rows(L.bq, c.num_heads);
         L.bk = gguf_unpermute_rows(L.bk, c.num_kv_heads);

@@ -19,8 +19,9 @@ const std::vector<LinearSlot>& linear_slots() {
 
 namespace {
 
+// The float32 values without blocks: a GGUF weight held as blocks only is dequantized.
 Tensor unblocked(const Tensor& t) {
-  Tensor c = t;
+  Tensor c = t.values_f32();
   c.set_blocks(nullptr);
   return c;
 }
@@ -61,7 +62,7 @@ Tensor quantize_tensor(const Tensor& t, int layer, const char* name, WeightSchem
 Weights float_reference(const Weights& w) {
   Weights r = w;
   r.embed = unblocked(w.embed);
-  r.lm_head = unblocked(w.lm_head);
+  r.lm_head = w.lm_head.same_storage(w.embed) ? r.embed : unblocked(w.lm_head);   // a tied head stays tied
   for (LayerWeights& l : r.layers)
     for (const LinearSlot& s : linear_slots()) l.*s.member = unblocked(l.*s.member);
   return r;
@@ -69,7 +70,7 @@ Weights float_reference(const Weights& w) {
 
 int64_t float_bytes(const Weights& w) {
   int64_t n = 4 * (w.embed.numel() + w.final_norm.numel());
-  if (w.lm_head.raw() != w.embed.raw()) n += 4 * w.lm_head.numel();
+  if (!w.lm_head.same_storage(w.embed)) n += 4 * w.lm_head.numel();
   for (const LayerWeights& l : w.layers) {
     n += norms_bytes(l) + bias_bytes(l);
     for (const LinearSlot& s : linear_slots()) n += 4 * (l.*s.member).numel();

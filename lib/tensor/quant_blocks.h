@@ -1,8 +1,9 @@
 // QuantBlocks: a weight matrix as GGUF quantization blocks (Q8_0 or Q4_1: 32 weights per
-// block, a row = cols/32 blocks), attached to the float32 tensor that holds the same values
-// dequantized (Tensor::blocks). A backend that can multiply by the blocks directly reads
-// ~6x fewer bytes per weight (CPU decode: lib/backend/cpu/block_matmul.h); every other use
-// reads the float32 values.
+// block, a row = cols/32 blocks). The GGUF loader holds such a weight as its blocks only
+// (Tensor::from_blocks: no float32 copy beside them, so that a model takes about its file's
+// size in memory). The CPU backend multiplies by the blocks (decode: block_matmul.h; prefill:
+// block_prefill.h dequantizes a panel of rows at a time); every other reader of the values
+// asks for them (Tensor::values_f32, or dequantize_block_rows for a few rows).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,5 +24,9 @@ struct QuantBlocks {
   size_t block_bytes() const { return type == BlockType::Q8_0 ? 34 : 20; }
   size_t row_bytes() const { return size_t(cols / kBlock) * block_bytes(); }
 };
+
+// Rows [row0, row0 + n) of `b` as float32 into out[n, b.cols]: the loader's own per-block
+// math (kernels/quant_blocks.cuh), bit-identical to io/gguf_dequant.h. One thread.
+void dequantize_block_rows(const QuantBlocks& b, int64_t row0, int64_t n, float* out);
 
 }  // namespace lmscope

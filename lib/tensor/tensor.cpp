@@ -76,9 +76,20 @@ Tensor Tensor::view_or_copy(Shape shape, DType dtype, const void* data, std::sha
   return t;
 }
 
+Tensor Tensor::from_blocks(std::shared_ptr<const QuantBlocks> blocks) {
+  if (!blocks) throw std::logic_error("from_blocks: no blocks");
+  Tensor t;
+  t.shape_ = {blocks->rows, blocks->cols};
+  t.blocks_ = std::move(blocks);
+  return t;
+}
+
 float* Tensor::f32() {
   if (dtype_ != DType::F32 || device_ != Device::Host)
     throw std::logic_error(std::string("tensor is ") + dtype_name(dtype_) + ", not host F32");
+  if (!has_storage())
+    throw std::logic_error("tensor " + shape_str(shape_) +
+                           " is held as GGUF blocks only: read its values with values_f32() or dequantize_block_rows");
   return static_cast<float*>(data_);
 }
 const float* Tensor::f32() const { return const_cast<Tensor*>(this)->f32(); }
@@ -103,6 +114,10 @@ Tensor Tensor::to_f32() const {
   Tensor out = Tensor::zeros(shape_, DType::F32);
   float* o = out.f32();
   const int64_t n = numel();
+  if (!has_storage()) {
+    dequantize_block_rows(*blocks_, 0, blocks_->rows, o);
+    return out;
+  }
   switch (dtype_) {
     case DType::F32: std::memcpy(o, data_, n * 4); break;
     case DType::F16: {
@@ -119,6 +134,11 @@ Tensor Tensor::to_f32() const {
     } break;
   }
   return out;
+}
+
+Tensor Tensor::values_f32() const {
+  if (dtype_ == DType::F32 && device_ == Device::Host && has_storage()) return *this;
+  return to_f32();
 }
 
 }  // namespace lmscope

@@ -1,6 +1,8 @@
 // Tensor: a shape, an element type and a pointer to storage that the tensor keeps alive.
 // Row-major (the last axis is contiguous). Storage is host memory (Device::Host) or, made by
-// the CUDA backend, device memory (Device::Cuda).
+// the CUDA backend, device memory (Device::Cuda). A GGUF Q8_0/Q4_1 weight is held as its
+// quantization blocks only (from_blocks): an F32 matrix with no float storage, whose values
+// are read with values_f32() or dequantize_block_rows (tensor/quant_blocks.h).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -31,6 +33,9 @@ class Tensor {
   // header whose length is not a multiple of 8, or a GGUF with general.alignment 1 or 2, puts
   // tensors at any address, and loading a float from a misaligned one is undefined behaviour.
   static Tensor view_or_copy(Shape shape, DType dtype, const void* data, std::shared_ptr<void> owner);
+  // A [rows, cols] F32 matrix held as GGUF blocks only: no float storage (raw() is null,
+  // f32() throws); values_f32() dequantizes it.
+  static Tensor from_blocks(std::shared_ptr<const QuantBlocks> blocks);
 
   const Shape& shape() const { return shape_; }
   int64_t dim(int i) const { return shape_.at(i < 0 ? shape_.size() + i : i); }
@@ -39,24 +44,34 @@ class Tensor {
   size_t nbytes() const { return size_t(numel()) * dtype_size(dtype_); }
   DType dtype() const { return dtype_; }
   Device device() const { return device_; }
-  bool defined() const { return data_ != nullptr || numel() == 0; }
+  bool defined() const { return data_ != nullptr || blocks_ != nullptr || numel() == 0; }
+  // Whether raw()/f32() reach the values (false for a tensor held as blocks only).
+  bool has_storage() const { return data_ != nullptr || numel() == 0; }
+  // Whether two tensors are the same values in memory (a tied head and its embedding):
+  // the same storage and the same blocks.
+  bool same_storage(const Tensor& o) const { return data_ == o.data_ && blocks_ == o.blocks_; }
 
   void* raw() { return data_; }
   const void* raw() const { return data_; }
-  float* f32();               // throws unless dtype is F32 on the host
+  float* f32();               // throws unless dtype is F32 on the host with storage
   const float* f32() const;
   int32_t* i32();
   const int32_t* i32() const;
 
-  // The same values as GGUF quantization blocks, when the tensor was loaded from them (a 2-D
-  // Q8_0/Q4_1 weight); null otherwise. Copies and reshapes keep it.
+  // The values as GGUF quantization blocks, when the tensor was loaded from them (a 2-D
+  // Q8_0/Q4_1 weight); null otherwise. Copies and reshapes keep it. A tensor may have both
+  // (the tests attach blocks to float values to compare the two paths).
   const std::shared_ptr<const QuantBlocks>& blocks() const { return blocks_; }
   void set_blocks(std::shared_ptr<const QuantBlocks> b) { blocks_ = std::move(b); }
 
   // Same storage, new shape with the same number of elements.
   Tensor reshape(Shape shape) const;
-  // Host copy converted to float32 (F16/BF16/I32 widened).
+  // Host copy converted to float32 (F16/BF16/I32 widened, blocks-only dequantized).
   Tensor to_f32() const;
+  // The values as a host float32 tensor with storage: this tensor itself when it is one,
+  // else to_f32() (a blocks-only weight dequantized: 4 bytes a weight, for as long as the
+  // caller keeps the result).
+  Tensor values_f32() const;
 
  private:
   Shape shape_;

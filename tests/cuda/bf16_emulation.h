@@ -21,7 +21,7 @@ class Bf16Emulation final : private Bf16EmulationCpu, public ForwardingBackend {
   std::string compute_dtype() const override { return "bf16"; }
   Tensor prepare_weight(const Tensor& w) override {
     Tensor f = cpu_.prepare_weight(w);
-    return w.ndim() == 2 ? round_to_bf16(f) : f;
+    return w.ndim() == 2 ? round_to_bf16(f.values_f32()) : f;   // GGUF blocks: dequantized, then rounded
   }
   void linear(Tensor& o, const Tensor& x, const Tensor& W, const Tensor& b) override {
     cpu_.linear(o, round_to_bf16(x), W, b);

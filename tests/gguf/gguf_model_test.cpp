@@ -13,7 +13,6 @@
 #include "gguf_test_util.h"
 #include "model/gguf_model.h"
 #include "model/load_model.h"
-#include "kernels/quant_blocks.cuh"
 #include <cstring>
 #include <vector>
 
@@ -303,7 +302,7 @@ TEST(SmolLM2, ConfigAndUnpermutedWeightsMatchHF) {
   EXPECT_EQ(c.rms_norm_eps, float(hc.at("rms_norm_eps").get<double>()));
   EXPECT_EQ(c.rope_theta, float(ref.at("hf_rope_theta").get<double>()));
   EXPECT_EQ(c.pad_token_id, hc.at("pad_token_id").get<int>());
-  EXPECT_EQ(m.weights.lm_head.raw(), m.weights.embed.raw());
+  EXPECT_TRUE(m.weights.lm_head.same_storage(m.weights.embed));
 
   auto param = [&](const std::string& hf_name) -> const Tensor& {
     const Weights& w = m.weights;
@@ -316,7 +315,7 @@ TEST(SmolLM2, ConfigAndUnpermutedWeightsMatchHF) {
   };
   int rows_checked = 0;
   for (const auto& [hf_name, rows] : ref.at("rows").items()) {
-    const Tensor& t = param(hf_name);
+    const Tensor t = param(hf_name).values_f32();   // Q8_0/Q4_1 matrices are held as blocks only
     const int64_t cols = t.ndim() == 2 ? t.dim(1) : t.dim(0);
     for (const auto& [row, hex] : rows.items()) {
       const auto want = ggtest::unhex_f32(hex.get<std::string>());
@@ -332,38 +331,39 @@ TEST(SmolLM2, ConfigAndUnpermutedWeightsMatchHF) {
   // And it really was permuted: the raw GGUF row 1 of layer 0 q is HF row 32.
   const GgufFile f = GgufFile::open(path);
   const Tensor raw_q = f.to_f32("blk.0.attn_q.weight");
-  EXPECT_EQ(std::memcmp(raw_q.f32() + 576, m.weights.layers[0].wq.f32() + 32 * 576, 576 * 4), 0);
-  EXPECT_NE(std::memcmp(raw_q.f32() + 576, m.weights.layers[0].wq.f32() + 576, 576 * 4), 0);
+  const Tensor wq = m.weights.layers[0].wq.values_f32();
+  EXPECT_EQ(std::memcmp(raw_q.f32() + 576, wq.f32() + 32 * 576, 576 * 4), 0);
+  EXPECT_NE(std::memcmp(raw_q.f32() + 576, wq.f32() + 576, 576 * 4), 0);
 }
 
-// Every Q4_1/Q8_0 matrix keeps its blocks (for the CPU's decode matmul), and they hold the
-// very values of the float32 tensor: the Llama q/k rows un-permuted with them.
-TEST(SmolLM2, BlocksBesideTheFloatsHoldTheSameWeights) {
+// Every Q4_1/Q8_0 matrix is held as its blocks only (no float32 copy beside them), and they
+// dequantize to the file's own float32 values (GgufFile::to_f32, whole-tensor dequantization),
+// the Llama q/k rows un-permuted with them.
+TEST(SmolLM2, MatricesAreHeldAsBlocksOfTheFileValues) {
   const std::string path = smollm2_path();
   SKIP_WITHOUT_SMOLLM2(path);
   LoadedModel m = load_model(path);
-  auto same = [](const Tensor& w, const std::string& what) {
+  const GgufFile f = GgufFile::open(path);
+  auto same = [&](const Tensor& w, const std::string& name, int unpermute_heads, const std::string& what) {
     ASSERT_TRUE(w.blocks()) << what << " has no blocks";
-    const QuantBlocks& b = *w.blocks();
-    ASSERT_EQ(b.rows, w.dim(0));
-    ASSERT_EQ(b.cols, w.dim(1));
-    std::vector<float> y(32);
-    for (int64_t r = 0; r < b.rows; ++r)
-      for (int64_t k = 0; k < b.cols / 32; ++k) {
-        const uint8_t* blk = b.data + r * b.row_bytes() + k * b.block_bytes();
-        if (b.type == BlockType::Q8_0) quant::dequant_q8_0(blk, y.data());
-        else quant::dequant_q4_1(blk, y.data());
-        ASSERT_EQ(0, std::memcmp(y.data(), w.f32() + r * b.cols + k * 32, 32 * sizeof(float)))
-            << what << " row " << r << " block " << k;
-      }
+    EXPECT_FALSE(w.has_storage()) << what << " has a float32 copy beside its blocks";
+    EXPECT_THROW(w.f32(), std::logic_error) << what;
+    ASSERT_EQ(w.blocks()->rows, w.dim(0));
+    ASSERT_EQ(w.blocks()->cols, w.dim(1));
+    Tensor want = f.to_f32(name);
+    if (unpermute_heads) want = gguf_unpermute_rows(want, unpermute_heads);
+    const Tensor got = w.values_f32();
+    ASSERT_EQ(got.numel(), want.numel()) << what;
+    EXPECT_EQ(0, std::memcmp(got.f32(), want.f32(), want.nbytes())) << what;
   };
-  same(m.weights.embed, "token_embd (Q8_0)");
+  same(m.weights.embed, "token_embd.weight", 0, "token_embd (Q8_0)");
   for (int l : {0, 29}) {
     const LayerWeights& L = m.weights.layers[size_t(l)];
-    same(L.wq, "layer " + std::to_string(l) + " q (permuted)");
-    same(L.wk, "layer " + std::to_string(l) + " k (permuted)");
-    same(L.wv, "layer " + std::to_string(l) + " v");
-    same(L.w_down, "layer " + std::to_string(l) + " down");
+    const std::string p = "blk." + std::to_string(l) + ".", n = "layer " + std::to_string(l);
+    same(L.wq, p + "attn_q.weight", m.cfg.num_heads, n + " q (permuted)");
+    same(L.wk, p + "attn_k.weight", m.cfg.num_kv_heads, n + " k (permuted)");
+    same(L.wv, p + "attn_v.weight", 0, n + " v");
+    same(L.w_down, p + "ffn_down.weight", 0, n + " down");
   }
   EXPECT_FALSE(m.weights.final_norm.blocks());   // F32 vectors: none
 }

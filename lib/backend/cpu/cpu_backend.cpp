@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/block_matmul.h"
+#include "backend/cpu/block_prefill.h"
 #include "backend/cpu/over_rows.h"
 #include "kernels/activation.cuh"
 #include "kernels/attention_math.cuh"
@@ -33,7 +34,8 @@ void check(bool ok, const char* what) {
 // slice on one thread. Letting Debian's (pthread) OpenBLAS start its own threads next to
 // OpenMP's made them spin against each other: decode on SmolLM2's shapes fell from ~30 to
 // under 1 token/s on 2 cores.
-// LMSCOPE_CPU_BLOCKS=0: decode multiplies by the float32 copies of GGUF weights too.
+// LMSCOPE_CPU_BLOCKS=0: decode takes prefill's path for GGUF blocks too (a panel dequantized,
+// then sgemm: the float32 numbers), instead of block_matmul.
 CpuBackend::CpuBackend() {
   openblas_set_num_threads(1);
   const char* blocks = std::getenv("LMSCOPE_CPU_BLOCKS");
@@ -43,7 +45,7 @@ CpuBackend::CpuBackend() {
 Tensor CpuBackend::alloc(const Shape& shape) { return Tensor::zeros(shape, DType::F32); }
 
 Tensor CpuBackend::prepare_weight(const Tensor& w) {
-  if (w.dtype() == DType::F32) return w;   // mmapped float32 is used in place
+  if (w.dtype() == DType::F32) return w;   // mmapped float32 and GGUF blocks are used in place
   return w.to_f32();                       // F16/BF16: widened once at load (exact)
 }
 
@@ -58,7 +60,10 @@ void CpuBackend::embed(Tensor& out, const Tensor& ids, const Tensor& table) {
     if (id[n] < 0 || id[n] >= V)
       throw std::runtime_error("token id " + std::to_string(id[n]) + " is outside the vocabulary [0," +
                                std::to_string(V) + ")");
-    std::memcpy(out.f32() + n * D, table.f32() + int64_t(id[n]) * D, D * sizeof(float));
+    if (table.has_storage())
+      std::memcpy(out.f32() + n * D, table.f32() + int64_t(id[n]) * D, D * sizeof(float));
+    else   // a table held as GGUF blocks: dequantize the one row
+      dequantize_block_rows(*table.blocks(), id[n], 1, out.f32() + n * D);
   }
 }
 
@@ -84,11 +89,20 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& W, const Ten
   //   out[:, o0:o1] = x @ W[o0:o1]^T   (ldc = O keeps the slice inside the full output)
   const float* X = x.f32();
   float* Y = out.f32();
-  // Decode (a few rows) over a GGUF weight's blocks: ~6x fewer bytes than its float32 copy.
+  // A GGUF weight's blocks: decode (a few rows) multiplies them directly (~6x fewer bytes than
+  // float32); otherwise, when they are the only copy, a panel at a time is dequantized.
   const QuantBlocks* blocks = W.blocks().get();
-  if (blocks && use_blocks_ && N <= cpu::kBlockMatmulMaxRows && blocks->rows == O && blocks->cols == I) {
-    cpu::block_matmul(Y, X, *blocks, bias.defined() && bias.numel() > 0 ? bias.f32() : nullptr, N);
-    return;
+  if (blocks) {
+    check(blocks->rows == O && blocks->cols == I, "linear: blocks' shape");
+    const float* b = bias.defined() && bias.numel() > 0 ? bias.f32() : nullptr;
+    if (use_blocks_ && N <= cpu::kBlockMatmulMaxRows) {
+      cpu::block_matmul(Y, X, *blocks, b, N);
+      return;
+    }
+    if (!W.has_storage()) {
+      cpu::block_prefill_matmul(Y, X, *blocks, b, N);
+      return;
+    }
   }
   const float* Wp = W.f32();
   cpu::over_outputs(O, [&](int64_t o0, int64_t o1) {

@@ -1,5 +1,7 @@
-// The CPU reference backend: float32, OpenBLAS sgemm for matmuls, OpenMP across rows; decode's
-// matmuls over a GGUF weight's Q8_0/Q4_1 blocks when it has them (block_matmul.h).
+// The CPU reference backend: float32, OpenBLAS sgemm for matmuls, OpenMP across rows. A GGUF
+// Q8_0/Q4_1 weight is held as its blocks only: decode multiplies them directly
+// (block_matmul.h), prefill dequantizes a panel of rows at a time and runs sgemm on it
+// (block_prefill.h), the embedding lookup dequantizes the rows it copies.
 // Per-element math comes from kernels/*.cuh, the same functions the CUDA kernels use.
 #pragma once
 #include "backend/backend.h"
@@ -29,7 +31,7 @@ class CpuBackend final : public Backend {
   void select_column(Tensor& out, const Tensor& x, int64_t t) override;
 
  private:
-  bool use_blocks_ = true;   // decode over GGUF blocks (block_matmul.h); LMSCOPE_CPU_BLOCKS=0: off
+  bool use_blocks_ = true;   // decode by block_matmul.h; LMSCOPE_CPU_BLOCKS=0: by block_prefill.h
 };
 
 }  // namespace lmscope

@@ -129,13 +129,13 @@ class CudaBackend final : public Backend {
     check(w.device() == Device::Host, "prepare_weight: expects a host tensor");
     if (bf16_ && w.ndim() == 2) {
       if (w.dtype() == DType::BF16) return upload_exact(w.shape(), DType::BF16, w.raw());
-      Tensor wf = w.dtype() == DType::F32 ? w : w.to_f32();
+      Tensor wf = w.values_f32();   // F16 widened, GGUF blocks dequantized (host, until uploaded)
       std::vector<uint16_t> b(size_t(wf.numel()));
       const float* src = wf.f32();
       for (size_t i = 0; i < b.size(); ++i) b[i] = f32_to_bf16(src[i]);
       return upload_exact(w.shape(), DType::BF16, b.data());
     }
-    Tensor wf = w.dtype() == DType::F32 ? w : w.to_f32();
+    Tensor wf = w.values_f32();
     return upload_exact(w.shape(), DType::F32, wf.raw());
   }
 

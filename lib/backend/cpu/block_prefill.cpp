@@ -1,0 +1,129 @@
+#include "backend/cpu/block_prefill.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "backend/cpu/over_rows.h"
+#include "kernels/dtype_convert.cuh"
+
+// A build for a target with FMA (-march=native) could fuse d*q + m: not in this file.
+#pragma GCC optimize("fp-contract=off")
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define LMSCOPE_AVX2_ONLY __attribute__((target("avx2")))   // no FMA: d*q + m rounds twice
+#endif
+
+namespace lmscope::cpu {
+
+#if defined(LMSCOPE_AVX2_ONLY)
+namespace {
+
+// 8 bytes (int8 for Q8_0, nibbles for Q4_1) -> 8 floats: d * q (+ m), each product and sum
+// rounded on its own.
+LMSCOPE_AVX2_ONLY inline void store8(float* y, __m128i bytes8, bool is_signed, __m256 d, const __m256* m) {
+  const __m256i i = is_signed ? _mm256_cvtepi8_epi32(bytes8) : _mm256_cvtepu8_epi32(bytes8);
+  __m256 v = _mm256_mul_ps(d, _mm256_cvtepi32_ps(i));
+  if (m) v = _mm256_add_ps(v, *m);
+  _mm256_storeu_ps(y, v);
+}
+
+}  // namespace
+
+// Block layouts (kernels/quant_blocks.cuh): Q8_0 = f16 d, 32 int8; Q4_1 = f16 d, f16 m, 16
+// bytes whose low nibbles are elements 0..15 and high nibbles 16..31.
+LMSCOPE_AVX2_ONLY void dequantize_panel_avx2(const QuantBlocks& W, int64_t row0, int64_t n, float* out) {
+  const int64_t nb = W.cols / QuantBlocks::kBlock;
+  const __m128i low4 = _mm_set1_epi8(0x0F);
+  for (int64_t r = 0; r < n; ++r) {
+    const uint8_t* blk = W.data + (row0 + r) * W.row_bytes();
+    float* y = out + r * W.cols;
+    for (int64_t k = 0; k < nb; ++k, blk += W.block_bytes(), y += QuantBlocks::kBlock) {
+      const __m256 d = _mm256_set1_ps(f16_to_f32(uint16_t(blk[0] | (blk[1] << 8))));
+      if (W.type == BlockType::Q8_0) {
+        const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+        const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 18));
+        store8(y, q0, true, d, nullptr);
+        store8(y + 8, _mm_srli_si128(q0, 8), true, d, nullptr);
+        store8(y + 16, q1, true, d, nullptr);
+        store8(y + 24, _mm_srli_si128(q1, 8), true, d, nullptr);
+      } else {
+        const __m256 m = _mm256_set1_ps(f16_to_f32(uint16_t(blk[2] | (blk[3] << 8))));
+        const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 4));
+        const __m128i lo = _mm_and_si128(qs, low4), hi = _mm_and_si128(_mm_srli_epi16(qs, 4), low4);
+        store8(y, lo, false, d, &m);
+        store8(y + 8, _mm_srli_si128(lo, 8), false, d, &m);
+        store8(y + 16, hi, false, d, &m);
+        store8(y + 24, _mm_srli_si128(hi, 8), false, d, &m);
+      }
+    }
+  }
+}
+
+bool dequantize_panel_simd_available() { return __builtin_cpu_supports("avx2"); }
+#else
+void dequantize_panel_avx2(const QuantBlocks&, int64_t, int64_t, float*) {
+  throw std::logic_error("dequantize_panel_avx2: not an x86-64 build");
+}
+bool dequantize_panel_simd_available() { return false; }
+#endif
+
+void dequantize_panel(const QuantBlocks& W, int64_t row0, int64_t n, float* out) {
+  static const bool simd = dequantize_panel_simd_available();
+  if (simd)
+    dequantize_panel_avx2(W, row0, n, out);
+  else
+    dequantize_block_rows(W, row0, n, out);
+}
+
+int64_t prefill_panel_rows(int64_t cols) {
+  const int64_t by_bytes = int64_t(kPrefillPanelBytes / (sizeof(float) * size_t(std::max<int64_t>(cols, 1))));
+  return std::max(kPrefillMinRows, by_bytes);
+}
+
+namespace {
+
+// The calling thread's panel buffer, kept for the thread's life (OpenMP's threads persist), so
+// that a matmul neither faults in fresh pages nor hands glibc a freed 2 MiB mapping: freeing
+// one raises malloc's mmap threshold, after which the trace's MB-sized tensors came from the
+// heap and stayed there (+92 MiB peak on a SmolLM2 trace).
+float* thread_panel(size_t floats) {
+  thread_local std::unique_ptr<float, decltype(&std::free)> buf(nullptr, &std::free);
+  thread_local size_t capacity = 0;
+  if (floats > capacity) {
+    // 64-byte aligned: the sgemm kernels' packing reads it in whole vectors.
+    const size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
+    buf.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    if (!buf) throw std::runtime_error("block_prefill_matmul: out of memory for a panel");
+    capacity = bytes / sizeof(float);
+  }
+  return buf.get();
+}
+
+}  // namespace
+
+void block_prefill_matmul(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
+  if (N < 1) throw std::logic_error("block_prefill_matmul: " + std::to_string(N) + " rows");
+  const int64_t O = W.rows, I = W.cols;
+  const int64_t panel = prefill_panel_rows(I);
+  over_outputs(O, [&](int64_t o0, int64_t o1) {
+    const int64_t rows = std::min(panel, o1 - o0);
+    float* scratch = thread_panel(size_t(rows * I));
+    for (int64_t p0 = o0; p0 < o1; p0 += rows) {
+      const int64_t n = std::min(rows, o1 - p0);
+      dequantize_panel(W, p0, n, scratch);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(N), int(n), int(I), 1.0f, x, int(I), scratch, int(I),
+                  0.0f, out + p0, int(O));
+      if (bias)
+        for (int64_t r = 0; r < N; ++r)
+          for (int64_t j = p0; j < p0 + n; ++j) out[r * O + j] += bias[j];
+    }
+  });
+}
+
+}  // namespace lmscope::cpu

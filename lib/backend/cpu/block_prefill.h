@@ -1,0 +1,41 @@
+// Prefill's matmul over GGUF blocks: out[N,O] = x[N,I] @ W[O,I]^T (+ bias[O]) for any N, with
+// W held as Q8_0/Q4_1 blocks only (no float32 copy: tensor/quant_blocks.h). Each OpenMP
+// thread takes a slice of the O outputs (over_rows.h) and walks it a panel of rows at a time:
+// dequantize the panel into the thread's buffer (kPrefillPanelBytes, kept for the thread's
+// life), then one sgemm of x against it. The float32 copy of the whole matrix is never made:
+// the extra memory is one panel per thread.
+//
+// Numbers: the panel holds exactly the loader's float32 values (bit for bit those of
+// dequantize_block_rows), and each output is one sgemm dot product over the whole row, as
+// the float32 path computes it; only OpenBLAS's blocking of the output columns differs.
+// Cost: one dequantization of W per call (I*O weights against N*I*O multiply-adds; AVX2 when
+// the processor has it) and one sgemm call per panel. Measured on SmolLM2's layer shapes, N =
+// 128, one thread (CPU time against sgemm over float32 values): +3-4% with 2 MiB panels; with a
+// buffer allocated per call, +7% with 1 MiB, +22% with 128 KiB, and 4 MiB gained nothing.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/quant_blocks.h"
+
+namespace lmscope::cpu {
+
+// Scratch per thread: a panel of rows of this many float32 bytes (at least kPrefillMinRows
+// rows, so a wide matrix still gives sgemm a panel it can block).
+constexpr size_t kPrefillPanelBytes = size_t(2048) << 10;
+constexpr int64_t kPrefillMinRows = 16;
+
+// Rows per panel for a matrix of `cols` columns.
+int64_t prefill_panel_rows(int64_t cols);
+
+// Rows [row0, row0 + n) of W as float32 into out[n, W.cols], bit-identical to
+// dequantize_block_rows (tensor/quant_blocks.h): AVX2 when the processor has it (products and
+// sums as separate roundings, as the scalar code), else that function. One thread.
+void dequantize_panel(const QuantBlocks& W, int64_t row0, int64_t n, float* out);
+void dequantize_panel_avx2(const QuantBlocks& W, int64_t row0, int64_t n, float* out);   // for the tests
+bool dequantize_panel_simd_available();
+
+// out [N,O], x [N,I] row-major float32, bias [O] or null; any N >= 1.
+void block_prefill_matmul(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N);
+
+}  // namespace lmscope::cpu

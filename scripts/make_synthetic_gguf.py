@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""A GGUF with random weights in a real model's shapes, for measuring load time and memory
+(docs/benchmarks.md "CPU memory"): by default DeepSeek-R1-Distill-Qwen-1.5B's (qwen2: 28
+layers, hidden 1536, FFN 8960, 12 heads, 2 KV heads, vocabulary 151936, untied head, q/k/v
+biases, RoPE theta 10000, RMSNorm eps 1e-6). Every matrix is quantized to Q4_1 with the
+`gguf` package's quantize (norms and biases stay F32), as a Q4_1 llama.cpp file holds them.
+A stand-in byte-level tokenizer (the 256 byte tokens, one merge, numbered filler up to the
+vocabulary) lets the tools load it; give it --prompt-ids.
+
+  venv/bin/python scripts/make_synthetic_gguf.py /tmp/r1-1.5b-shape.Q4_1.gguf   # gguf, numpy
+  lmscope-trace --model /tmp/r1-1.5b-shape.Q4_1.gguf --prompt-ids 1,2,3 --max-new-tokens 1
+
+Weights are N(0, 0.02) from a fixed seed; the file (~1.1 GB) is not meant to be committed.
+--layers/--hidden/... make smaller files of the same layout.
+"""
+import argparse
+
+import numpy as np
+import gguf
+from gguf import GGMLQuantizationType as Q
+from gguf.quants import quantize
+
+
+def byte_tokens():
+    """GPT-2's byte -> printable character table (the byte-level BPE alphabet)."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return [chars[b] for b in range(256)]
+
+
+def add_tokenizer(w, vocab):
+    tokens = byte_tokens() + ["\u0120t"]   # "Ġt": the one merge, "Ġ t"
+    tokens += [f"<filler_{i}>" for i in range(vocab - len(tokens))]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(tokens)
+    w.add_token_merges(["\u0120 t"])
+    w.add_eos_token_id(vocab - 1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("out")
+    ap.add_argument("--layers", type=int, default=28)
+    ap.add_argument("--hidden", type=int, default=1536)
+    ap.add_argument("--ffn", type=int, default=8960)
+    ap.add_argument("--heads", type=int, default=12)
+    ap.add_argument("--kv-heads", type=int, default=2)
+    ap.add_argument("--vocab", type=int, default=151936)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    D, F, V, H, Hkv = a.hidden, a.ffn, a.vocab, a.heads, a.kv_heads
+    hd = D // H
+    rng = np.random.default_rng(a.seed)
+
+    w = gguf.GGUFWriter(a.out, "qwen2")
+    w.add_name("random weights, DeepSeek-R1-Distill-Qwen-1.5B shapes")
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_1)
+    w.add_block_count(a.layers)
+    w.add_context_length(131072)
+    w.add_embedding_length(D)
+    w.add_feed_forward_length(F)
+    w.add_head_count(H)
+    w.add_head_count_kv(Hkv)
+    w.add_vocab_size(V)
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(1e-6)
+    add_tokenizer(w, V)
+
+    def matrix(name, rows, cols):
+        # Quantized a slab of rows at a time: the float32 of a [151936, 1536] head is 0.9 GB.
+        slabs = []
+        for r0 in range(0, rows, 8192):
+            n = min(8192, rows - r0)
+            slabs.append(quantize(rng.standard_normal((n, cols), dtype=np.float32) * np.float32(0.02), Q.Q4_1))
+        w.add_tensor(name, np.concatenate(slabs), raw_dtype=Q.Q4_1)
+
+    def vector(name, n, value=None):
+        v = np.full(n, value, np.float32) if value is not None else rng.standard_normal(n, dtype=np.float32) * np.float32(0.02)
+        w.add_tensor(name, v)
+
+    matrix("token_embd.weight", V, D)
+    for L in range(a.layers):
+        p = f"blk.{L}."
+        vector(p + "attn_norm.weight", D, 1.0)
+        matrix(p + "attn_q.weight", H * hd, D)
+        matrix(p + "attn_k.weight", Hkv * hd, D)
+        matrix(p + "attn_v.weight", Hkv * hd, D)
+        vector(p + "attn_q.bias", H * hd)
+        vector(p + "attn_k.bias", Hkv * hd)
+        vector(p + "attn_v.bias", Hkv * hd)
+        matrix(p + "attn_output.weight", D, H * hd)
+        vector(p + "ffn_norm.weight", D, 1.0)
+        matrix(p + "ffn_gate.weight", F, D)
+        matrix(p + "ffn_up.weight", F, D)
+        matrix(p + "ffn_down.weight", D, F)
+    vector("output_norm.weight", D, 1.0)
+    matrix("output.weight", V, D)
+
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+if __name__ == "__main__":
+    main()
