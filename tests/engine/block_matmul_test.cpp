@@ -1,14 +1,17 @@
 // Decode's matmul over GGUF blocks (lib/backend/cpu/block_matmul.h) against sgemm on the same
 // weights dequantized by the loader's own per-block functions (kernels/quant_blocks.cuh):
-// Q8_0 and Q4_1, 1 to 8 rows, widths of 1, 3 and 18 blocks, output counts that do not divide
-// between the threads, with and without bias; the AVX2 and the portable implementations
-// each; and CpuBackend::linear choosing it only when it should.
+// Q8_0 and Q4_1, 1 to 8 rows, widths of 1, 3, 18 and 48 blocks, output counts that do not divide
+// between the threads, with and without bias; the AVX-512, AVX2 and portable implementations
+// each (the SIMD ones also against the portable one, their reference); which one block_matmul
+// runs; and CpuBackend::linear choosing it only when it should.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/block_matmul.h"
@@ -82,12 +85,23 @@ Tensor randn(const Shape& s, uint64_t seed) {
   return ::testing::AssertionFailure() << "max |diff| " << worst << " at " << at << " (scale " << scale << ")";
 }
 
+using Kernel = void (*)(float*, const float*, const QuantBlocks&, const float*, int64_t);
+struct Simd {
+  const char* name;
+  Kernel run;
+  bool runs;   // this processor has the instructions
+};
+std::vector<Simd> simd_kernels() {
+  return {{"avx2", cpu::block_matmul_avx2, cpu::block_matmul_simd_available()},
+          {"avx512", cpu::block_matmul_avx512, cpu::block_matmul_avx512_available()}};
+}
+
 }  // namespace
 
-TEST(BlockMatmul, BothImplementationsMatchSgemmOnTheDequantizedWeights) {
+TEST(BlockMatmul, EveryImplementationMatchesSgemmOnTheDequantizedWeights) {
   CpuBackend cpu;
   for (BlockType type : {BlockType::Q8_0, BlockType::Q4_1})
-    for (auto [O, I] : std::vector<std::pair<int64_t, int64_t>>{{1, 32}, {7, 96}, {65, 576}})
+    for (auto [O, I] : std::vector<std::pair<int64_t, int64_t>>{{1, 32}, {7, 96}, {65, 576}, {9, 1536}})
       for (int64_t N : {1, 2, 3, 8}) {
         Blocks b = random_blocks(type, O, I, uint64_t(O * 31 + I + N));
         Tensor x = randn({N, I}, uint64_t(N + 5)), bias = randn({O}, 9);
@@ -98,17 +112,30 @@ TEST(BlockMatmul, BothImplementationsMatchSgemmOnTheDequantizedWeights) {
                                     std::to_string(N) + " O=" + std::to_string(O) + " I=" + std::to_string(I) +
                                     (with_bias ? " +bias" : "");
           const float* bp = with_bias ? bias.f32() : nullptr;
-          std::vector<float> out(size_t(N * O), NAN);
-          cpu::block_matmul_portable(out.data(), x.f32(), *b.q, bp, N);
-          EXPECT_TRUE(close(out.data(), ref)) << where << " portable";
-          if (cpu::block_matmul_simd_available()) {
-            std::fill(out.begin(), out.end(), NAN);
-            cpu::block_matmul_avx2(out.data(), x.f32(), *b.q, bp, N);
-            EXPECT_TRUE(close(out.data(), ref)) << where << " avx2";
+          Tensor portable = cpu.alloc({N, O});
+          std::fill(portable.f32(), portable.f32() + N * O, NAN);
+          cpu::block_matmul_portable(portable.f32(), x.f32(), *b.q, bp, N);
+          EXPECT_TRUE(close(portable.f32(), ref)) << where << " portable";
+          for (const auto& [name, run, runs] : simd_kernels()) {
+            if (!runs) continue;
+            std::vector<float> out(size_t(N * O), NAN);
+            run(out.data(), x.f32(), *b.q, bp, N);
+            EXPECT_TRUE(close(out.data(), ref)) << where << " " << name << " vs sgemm";
+            EXPECT_TRUE(close(out.data(), portable)) << where << " " << name << " vs portable";
           }
         }
       }
-  if (!cpu::block_matmul_simd_available()) std::printf("this processor has no AVX2+FMA: portable path only\n");
+  for (const auto& [name, run, runs] : simd_kernels())
+    if (!runs) std::printf("this processor does not run the %s implementation: not tested\n", name);
+}
+
+// Without LMSCOPE_CPU_KERNEL, the widest implementation the processor runs.
+TEST(BlockMatmul, RunsTheWidestImplementationTheProcessorHas) {
+  if (std::getenv("LMSCOPE_CPU_KERNEL")) GTEST_SKIP() << "LMSCOPE_CPU_KERNEL is set: it chooses";
+  const std::string want = cpu::block_matmul_avx512_available() ? "avx512"
+                           : cpu::block_matmul_simd_available() ? "avx2"
+                                                                : "portable";
+  EXPECT_EQ(want, cpu::block_matmul_kernel());
 }
 
 // linear takes the blocks for up to kBlockMatmulMaxRows rows, sgemm beyond (prefill) and

@@ -1,5 +1,6 @@
 #include "backend/cpu/block_matmul.h"
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -13,19 +14,9 @@
 
 namespace lmscope::cpu {
 
-namespace {
-
-void check_rows(int64_t N) {
-  if (N < 1 || N > kBlockMatmulMaxRows)
-    throw std::logic_error("block_matmul: " + std::to_string(N) + " rows, at most " +
-                           std::to_string(kBlockMatmulMaxRows));
-}
-
-}  // namespace
-
 // ---- portable: dequantize a block (the loader's own function), then dot ----------------
 void block_matmul_portable(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
-  check_rows(N);
+  check_block_rows(N);
   const int64_t O = W.rows, I = W.cols, nb = I / QuantBlocks::kBlock;
   over_outputs(O, [&](int64_t o0, int64_t o1) {
     float w[QuantBlocks::kBlock];
@@ -114,7 +105,7 @@ LMSCOPE_AVX2 void avx2_outputs(float* out, const float* x, const QuantBlocks& W,
 }  // namespace
 
 void block_matmul_avx2(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
-  check_rows(N);
+  check_block_rows(N);
   over_outputs(W.rows, [&](int64_t o0, int64_t o1) { avx2_outputs(out, x, W, bias, N, o0, o1); });
 }
 
@@ -126,12 +117,43 @@ void block_matmul_avx2(float* out, const float* x, const QuantBlocks& W, const f
 bool block_matmul_simd_available() { return false; }
 #endif
 
+namespace {
+
+using Kernel = void (*)(float*, const float*, const QuantBlocks&, const float*, int64_t);
+struct Choice {
+  const char* name;
+  Kernel run;
+};
+
+// The widest the processor runs, or LMSCOPE_CPU_KERNEL's.
+Choice choose() {
+  const Choice avx512{"avx512", block_matmul_avx512}, avx2{"avx2", block_matmul_avx2},
+      portable{"portable", block_matmul_portable};
+  const char* env = std::getenv("LMSCOPE_CPU_KERNEL");
+  if (!env || !*env) {
+    if (block_matmul_avx512_available()) return avx512;
+    return block_matmul_simd_available() ? avx2 : portable;
+  }
+  const std::string want = env;
+  if (want == "portable") return portable;
+  if (want == "avx2" && block_matmul_simd_available()) return avx2;
+  if (want == "avx512" && block_matmul_avx512_available()) return avx512;
+  if (want == "avx2" || want == "avx512")
+    throw std::runtime_error("LMSCOPE_CPU_KERNEL=" + want + ": this processor does not run it");
+  throw std::runtime_error("LMSCOPE_CPU_KERNEL=" + want + ": expected avx512, avx2 or portable");
+}
+
+const Choice& chosen() {
+  static const Choice c = choose();
+  return c;
+}
+
+}  // namespace
+
+const char* block_matmul_kernel() { return chosen().name; }
+
 void block_matmul(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
-  static const bool simd = block_matmul_simd_available();
-  if (simd)
-    block_matmul_avx2(out, x, W, bias, N);
-  else
-    block_matmul_portable(out, x, W, bias, N);
+  chosen().run(out, x, W, bias, N);
 }
 
 }  // namespace lmscope::cpu
