@@ -166,3 +166,49 @@ TEST(BlockMatmul, LinearUsesTheBlocksOnlyForDecode) {
   off.linear(blocked, x, with, Tensor());
   EXPECT_EQ(0, std::memcmp(blocked.f32(), plain.f32(), 33 * 4)) << "LMSCOPE_CPU_BLOCKS=0";
 }
+
+// Several matrices in one parallel region (a layer's q/k/v, gate/up): each output is computed
+// by the same per-output code whichever thread takes it, so every job's result is
+// block_matmul's alone, bit for bit; and sgemm's on its dequantized weights up to rounding.
+TEST(BlockMatmul, GroupGivesEachMatrixItsOwnResult) {
+  CpuBackend cpu;
+  Blocks a = random_blocks(BlockType::Q4_1, 65, 96, 21), b = random_blocks(BlockType::Q8_0, 7, 96, 22),
+         c = random_blocks(BlockType::Q4_1, 1, 96, 23);
+  for (int64_t N : {1, 3, 8}) {
+    Tensor x = randn({N, 96}, uint64_t(40 + N)), bias = randn({65}, 41);
+    std::vector<float> ga(size_t(N * 65), NAN), gb(size_t(N * 7), NAN), gc(size_t(N), NAN);
+    const cpu::BlockMatmulJob jobs[] = {{ga.data(), a.q.get(), bias.f32()}, {gb.data(), b.q.get(), nullptr},
+                                        {gc.data(), c.q.get(), nullptr}};
+    cpu::block_matmul_group(x.f32(), N, jobs, 3);
+    std::vector<float> sa(ga.size()), sb(gb.size()), sc(gc.size());
+    cpu::block_matmul(sa.data(), x.f32(), *a.q, bias.f32(), N);
+    cpu::block_matmul(sb.data(), x.f32(), *b.q, nullptr, N);
+    cpu::block_matmul(sc.data(), x.f32(), *c.q, nullptr, N);
+    EXPECT_EQ(0, std::memcmp(ga.data(), sa.data(), ga.size() * 4)) << "N=" << N;
+    EXPECT_EQ(0, std::memcmp(gb.data(), sb.data(), gb.size() * 4)) << "N=" << N;
+    EXPECT_EQ(0, std::memcmp(gc.data(), sc.data(), gc.size() * 4)) << "N=" << N;
+    Tensor ref = cpu.alloc({N, 65});
+    cpu.linear(ref, x, a.w, bias);
+    EXPECT_TRUE(close(ga.data(), ref)) << "N=" << N << " vs sgemm";
+  }
+}
+
+// CpuBackend::linear_group gives what linear gives for each job: over the blocks for decode,
+// over sgemm past kBlockMatmulMaxRows rows.
+TEST(BlockMatmul, LinearGroupEqualsLinearForEachJob) {
+  Blocks a = random_blocks(BlockType::Q4_1, 33, 64, 5), b = random_blocks(BlockType::Q8_0, 17, 64, 6);
+  Tensor wa = a.w.reshape(a.w.shape()), wb = b.w.reshape(b.w.shape());
+  wa.set_blocks(a.q);
+  wb.set_blocks(b.q);
+  CpuBackend cpu;
+  const Tensor none, bias = randn({17}, 8);
+  for (int64_t N : {int64_t(1), cpu::kBlockMatmulMaxRows + 1}) {
+    Tensor x = randn({N, 64}, uint64_t(N + 9));
+    Tensor ga = cpu.alloc({N, 33}), gb = cpu.alloc({N, 17}), la = cpu.alloc({N, 33}), lb = cpu.alloc({N, 17});
+    cpu.linear_group(x, {{&ga, &wa, &none}, {&gb, &wb, &bias}});
+    cpu.linear(la, x, wa, none);
+    cpu.linear(lb, x, wb, bias);
+    EXPECT_EQ(0, std::memcmp(ga.f32(), la.f32(), size_t(N * 33) * 4)) << "N=" << N;
+    EXPECT_EQ(0, std::memcmp(gb.f32(), lb.f32(), size_t(N * 17) * 4)) << "N=" << N;
+  }
+}

@@ -24,6 +24,16 @@ constexpr int64_t kBlockMatmulMaxRows = 8;
 // Splits the O outputs over the OpenMP threads.
 void block_matmul(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N);
 
+// Several matrices that read the same x (a layer's q/k/v, gate/up), in one parallel region:
+// the threads split the outputs of all of them together, so a decode layer forks and joins
+// its threads fewer times. Each job's numbers are block_matmul's.
+struct BlockMatmulJob {
+  float* out;            // [N, W->rows]
+  const QuantBlocks* W;
+  const float* bias;     // [W->rows] or null
+};
+void block_matmul_group(const float* x, int64_t N, const BlockMatmulJob* jobs, int count);
+
 // The implementation block_matmul runs: "avx512", "avx2" or "portable".
 const char* block_matmul_kernel();
 
@@ -33,6 +43,9 @@ void block_matmul_avx2(float* out, const float* x, const QuantBlocks& W, const f
 void block_matmul_avx512(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N);
 bool block_matmul_simd_available();   // AVX2 + FMA
 bool block_matmul_avx512_available();
+// Outputs [o0, o1) only, on the calling thread (what each thread of block_matmul_avx512 runs).
+void block_matmul_avx512_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
+                                 int64_t o0, int64_t o1);
 
 inline void check_block_rows(int64_t N) {
   if (N < 1 || N > kBlockMatmulMaxRows)

@@ -105,6 +105,21 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& W, const Ten
   }
 }
 
+// Decode over blocks for every job: one parallel region for all of them (block_matmul_group);
+// anything else, one linear after another.
+void CpuBackend::linear_group(const Tensor& x, std::initializer_list<LinearJob> jobs) {
+  const int64_t I = x.dim(-1), N = x.numel() / I;
+  std::vector<cpu::BlockMatmulJob> blocked;
+  for (const LinearJob& j : jobs) {
+    const QuantBlocks* q = j.W->blocks().get();
+    if (!q || !use_blocks_ || N > cpu::kBlockMatmulMaxRows || q->rows != j.W->dim(0) || q->cols != I || j.W->dim(1) != I ||
+        j.out->numel() != N * q->rows)
+      return Backend::linear_group(x, jobs);
+    blocked.push_back({j.out->f32(), q, j.bias->defined() && j.bias->numel() > 0 ? j.bias->f32() : nullptr});
+  }
+  cpu::block_matmul_group(x.f32(), N, blocked.data(), int(blocked.size()));
+}
+
 void CpuBackend::split_heads(Tensor& out, const Tensor& x) {
   const int64_t B = out.dim(0), Hx = out.dim(1), T = out.dim(2), hd = out.dim(3);
   check(x.numel() == out.numel(), "split_heads: sizes");
