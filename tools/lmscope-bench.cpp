@@ -15,6 +15,11 @@
 // quantized tensor of the file to float32 (GgufFile::to_f32; F32 tensors are views, no work)
 // and load_model of the whole file (parse + dequantize + un-permute), medians of --repeats.
 //   OMP_NUM_THREADS=1 lmscope-bench --model models/SmolLM2-135M-Instruct.Q4_1.gguf --dequant --repeats 5
+//
+// --kernels (a .gguf file): instead of generating, times each block-matmul implementation the
+// processor runs (lib/backend/cpu/block_matmul.h) over one decode step's weight matrices
+// (every layer's seven and the head, one row of x), medians of --repeats passes.
+//   OMP_NUM_THREADS=1 lmscope-bench --model models/SmolLM2-135M-Instruct.Q4_1.gguf --kernels --repeats 50
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -23,8 +28,10 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "backend/backend.h"
+#include "backend/cpu/block_matmul.h"
 #if LMSCOPE_WITH_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
@@ -154,6 +161,53 @@ nlohmann::json dequant_bench(const std::string& path, int repeats) {
           {"load_model_runs", load}};
 }
 
+// --kernels: a decode step's block matmuls (N = 1) through each implementation the processor
+// runs, `repeats` passes each, interleaved so that a slow spell hits them alike.
+nlohmann::json kernels_bench(const std::string& path, int repeats) {
+  using clock = std::chrono::steady_clock;
+  LoadedModel m = load_model(path);
+  std::vector<const QuantBlocks*> mats;
+  auto add = [&](const Tensor& t) {
+    if (t.defined() && t.blocks()) mats.push_back(t.blocks().get());
+  };
+  for (const LayerWeights& l : m.weights.layers)
+    for (const Tensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*t);
+  add(m.weights.lm_head);
+  if (mats.empty()) throw std::runtime_error("--kernels: " + path + " has no Q8_0/Q4_1 weight matrix");
+  int64_t widest = 0, most = 0;
+  double bytes = 0;
+  for (const QuantBlocks* q : mats) {
+    widest = std::max(widest, q->cols), most = std::max(most, q->rows);
+    bytes += double(q->rows) * double(q->row_bytes());
+  }
+  std::vector<float> x(static_cast<size_t>(widest)), out(static_cast<size_t>(most));
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  for (float& v : x) v = normal(rng);
+  using Kernel = void (*)(float*, const float*, const QuantBlocks&, const float*, int64_t);
+  std::vector<std::pair<std::string, Kernel>> kernels = {{"portable", cpu::block_matmul_portable}};
+  if (cpu::block_matmul_simd_available()) kernels.push_back({"avx2", cpu::block_matmul_avx2});
+  if (cpu::block_matmul_avx512_available()) kernels.push_back({"avx512", cpu::block_matmul_avx512});
+  std::map<std::string, std::vector<double>> runs;
+  for (int r = 0; r <= repeats; ++r)   // pass 0 warms up
+    for (const auto& [name, run] : kernels) {
+      const auto t0 = clock::now();
+      for (const QuantBlocks* q : mats) run(out.data(), x.data(), *q, nullptr, 1);
+      const double s = std::chrono::duration<double>(clock::now() - t0).count();
+      if (r > 0) runs[name].push_back(s);
+    }
+  std::printf("%zu block matrices, %.1f MB of blocks per pass; block_matmul runs %s\n", mats.size(), bytes / 1e6,
+              cpu::block_matmul_kernel());
+  nlohmann::json report = {{"model", path}, {"matrices", mats.size()}, {"block_bytes", bytes},
+                           {"chosen", cpu::block_matmul_kernel()}};
+  for (const auto& [name, run] : kernels) {
+    const double s = median(runs[name]);
+    std::printf("%-8s %8.3f ms per pass  %6.2f GB/s\n", name.c_str(), s * 1e3, bytes / s / 1e9);
+    report[name] = {{"seconds", s}, {"runs", runs[name]}};
+  }
+  return report;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -161,7 +215,7 @@ int main(int argc, char** argv) {
   std::string model = "synthetic:tiny", backend_name = "cpu", configs = "none,empty,all", json_out;
   int prompt_len = 64, decode = 32, repeats = 3, batch = 1;
   std::string dtype = "f32", loop = "generate";
-  bool roofline = false, dequant = false;
+  bool roofline = false, dequant = false, kernels = false;
   app.add_option("--model", model, "synthetic:tiny, synthetic:smollm2, synthetic:deepseek-r1-1.5b, a model directory or a .gguf file")
       ->capture_default_str();
   app.add_option("--prompt-len", prompt_len)->capture_default_str();
@@ -179,6 +233,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--dequant", dequant,
                "with a .gguf --model: time dequantizing its quantized tensors and load_model instead of generating");
+  app.add_flag("--kernels", kernels,
+               "with a .gguf --model: time each block-matmul implementation over a decode step's weights");
   app.add_option("--json", json_out, "also write the figures as JSON to this file");
   if (auto code = cli::parse(app, argc, argv, "lmscope-bench")) return *code;
 
@@ -187,6 +243,12 @@ int main(int argc, char** argv) {
     if (dequant) {
       if (!is_gguf_path(model) && !is_gguf_file(model)) throw std::runtime_error("--dequant needs a .gguf --model");
       nlohmann::json report = dequant_bench(model, repeats);
+      if (!json_out.empty()) std::ofstream(json_out) << report.dump(2) << "\n";
+      return 0;
+    }
+    if (kernels) {
+      if (!is_gguf_path(model) && !is_gguf_file(model)) throw std::runtime_error("--kernels needs a .gguf --model");
+      nlohmann::json report = kernels_bench(model, repeats);
       if (!json_out.empty()) std::ofstream(json_out) << report.dump(2) << "\n";
       return 0;
     }

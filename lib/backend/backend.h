@@ -9,6 +9,7 @@
 // has its input's bytes may rebind `out` to a view of the input instead of copying (CUDA
 // split_heads and select_column at T = 1).
 #pragma once
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -56,6 +57,18 @@ class Backend {
   virtual void rmsnorm(Tensor& out, const Tensor& x, const Tensor& weight, float eps) = 0;
   // out = x @ W^T (+ bias)                   out [N,O], x [N,I], W [O,I], bias [O] or undefined
   virtual void linear(Tensor& out, const Tensor& x, const Tensor& W, const Tensor& bias) = 0;
+  // Several linears reading the same x (a layer's q/k/v, gate/up): *out = x @ W^T (+ bias)
+  // for each. A backend may run them as one op (CPU decode: one parallel region, fewer thread
+  // wake-ups); every output is still written in full. Default: linear for each, in order, so
+  // that a ForwardingBackend's linear override sees every one.
+  struct LinearJob {
+    Tensor* out;
+    const Tensor* W;
+    const Tensor* bias;   // undefined when there is none
+  };
+  virtual void linear_group(const Tensor& x, std::initializer_list<LinearJob> jobs) {
+    for (const LinearJob& j : jobs) linear(*j.out, x, *j.W, *j.bias);
+  }
   // out[b,h,t,:] = x[b,t,h*hd:(h+1)*hd]      out [B,Hx,T,hd], x [B,T,Hx*hd]
   virtual void split_heads(Tensor& out, const Tensor& x) = 0;
   // rotate_half RoPE                          out, x [B,Hx,T,hd], cos, sin [B,T,hd]

@@ -110,9 +110,7 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     Tensor q_flat = be.alloc({B, T, H * hd});                // q_flat: [B,T,H*hd]
     Tensor k_flat = be.alloc({B, T, Hkv * hd});              // k_flat: [B,T,Hkv*hd]
     Tensor v_flat = be.alloc({B, T, Hkv * hd});              // v_flat: [B,T,Hkv*hd]
-    be.linear(q_flat, xn, lw.wq, lw.bq);
-    be.linear(k_flat, xn, lw.wk, lw.bk);
-    be.linear(v_flat, xn, lw.wv, lw.bv);
+    be.linear_group(xn, {{&q_flat, &lw.wq, &lw.bq}, {&k_flat, &lw.wk, &lw.bk}, {&v_flat, &lw.wv, &lw.bv}});
     Tensor q = be.alloc({B, H, T, hd});                      // q: [B,H,T,hd]
     Tensor k = be.alloc({B, Hkv, T, hd});                    // k: [B,Hkv,T,hd]
     Tensor v = be.alloc({B, Hkv, T, hd});                    // v: [B,Hkv,T,hd]
@@ -166,8 +164,8 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     hook(Hook::FfnNorm, l, hn);
     Tensor gate = be.alloc({B, T, F});                       // gate: [B,T,F]
     Tensor up = be.alloc({B, T, F});                         // up:   [B,T,F]
-    be.linear(gate, hn, lw.w_gate, Tensor());
-    be.linear(up, hn, lw.w_up, Tensor());
+    const Tensor no_bias;
+    be.linear_group(hn, {{&gate, &lw.w_gate, &no_bias}, {&up, &lw.w_up, &no_bias}});
     hook(Hook::FfnGate, l, gate);
     hook(Hook::FfnUp, l, up);
     Tensor act = be.alloc({B, T, F});                        // act: [B,T,F]

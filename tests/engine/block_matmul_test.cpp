@@ -1,14 +1,17 @@
 // Decode's matmul over GGUF blocks (lib/backend/cpu/block_matmul.h) against sgemm on the same
 // weights dequantized by the loader's own per-block functions (kernels/quant_blocks.cuh):
-// Q8_0 and Q4_1, 1 to 8 rows, widths of 1, 3 and 18 blocks, output counts that do not divide
-// between the threads, with and without bias; the AVX2 and the portable implementations
-// each; and CpuBackend::linear choosing it only when it should.
+// Q8_0 and Q4_1, 1 to 8 rows, widths of 1, 3, 18 and 48 blocks, output counts that do not divide
+// between the threads, with and without bias; the AVX-512, AVX2 and portable implementations
+// each (the SIMD ones also against the portable one, their reference); which one block_matmul
+// runs; and CpuBackend::linear choosing it only when it should.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/block_matmul.h"
@@ -82,12 +85,23 @@ Tensor randn(const Shape& s, uint64_t seed) {
   return ::testing::AssertionFailure() << "max |diff| " << worst << " at " << at << " (scale " << scale << ")";
 }
 
+using Kernel = void (*)(float*, const float*, const QuantBlocks&, const float*, int64_t);
+struct Simd {
+  const char* name;
+  Kernel run;
+  bool runs;   // this processor has the instructions
+};
+std::vector<Simd> simd_kernels() {
+  return {{"avx2", cpu::block_matmul_avx2, cpu::block_matmul_simd_available()},
+          {"avx512", cpu::block_matmul_avx512, cpu::block_matmul_avx512_available()}};
+}
+
 }  // namespace
 
-TEST(BlockMatmul, BothImplementationsMatchSgemmOnTheDequantizedWeights) {
+TEST(BlockMatmul, EveryImplementationMatchesSgemmOnTheDequantizedWeights) {
   CpuBackend cpu;
   for (BlockType type : {BlockType::Q8_0, BlockType::Q4_1})
-    for (auto [O, I] : std::vector<std::pair<int64_t, int64_t>>{{1, 32}, {7, 96}, {65, 576}})
+    for (auto [O, I] : std::vector<std::pair<int64_t, int64_t>>{{1, 32}, {7, 96}, {65, 576}, {9, 1536}})
       for (int64_t N : {1, 2, 3, 8}) {
         Blocks b = random_blocks(type, O, I, uint64_t(O * 31 + I + N));
         Tensor x = randn({N, I}, uint64_t(N + 5)), bias = randn({O}, 9);
@@ -98,17 +112,30 @@ TEST(BlockMatmul, BothImplementationsMatchSgemmOnTheDequantizedWeights) {
                                     std::to_string(N) + " O=" + std::to_string(O) + " I=" + std::to_string(I) +
                                     (with_bias ? " +bias" : "");
           const float* bp = with_bias ? bias.f32() : nullptr;
-          std::vector<float> out(size_t(N * O), NAN);
-          cpu::block_matmul_portable(out.data(), x.f32(), *b.q, bp, N);
-          EXPECT_TRUE(close(out.data(), ref)) << where << " portable";
-          if (cpu::block_matmul_simd_available()) {
-            std::fill(out.begin(), out.end(), NAN);
-            cpu::block_matmul_avx2(out.data(), x.f32(), *b.q, bp, N);
-            EXPECT_TRUE(close(out.data(), ref)) << where << " avx2";
+          Tensor portable = cpu.alloc({N, O});
+          std::fill(portable.f32(), portable.f32() + N * O, NAN);
+          cpu::block_matmul_portable(portable.f32(), x.f32(), *b.q, bp, N);
+          EXPECT_TRUE(close(portable.f32(), ref)) << where << " portable";
+          for (const auto& [name, run, runs] : simd_kernels()) {
+            if (!runs) continue;
+            std::vector<float> out(size_t(N * O), NAN);
+            run(out.data(), x.f32(), *b.q, bp, N);
+            EXPECT_TRUE(close(out.data(), ref)) << where << " " << name << " vs sgemm";
+            EXPECT_TRUE(close(out.data(), portable)) << where << " " << name << " vs portable";
           }
         }
       }
-  if (!cpu::block_matmul_simd_available()) std::printf("this processor has no AVX2+FMA: portable path only\n");
+  for (const auto& [name, run, runs] : simd_kernels())
+    if (!runs) std::printf("this processor does not run the %s implementation: not tested\n", name);
+}
+
+// Without LMSCOPE_CPU_KERNEL, the widest implementation the processor runs.
+TEST(BlockMatmul, RunsTheWidestImplementationTheProcessorHas) {
+  if (std::getenv("LMSCOPE_CPU_KERNEL")) GTEST_SKIP() << "LMSCOPE_CPU_KERNEL is set: it chooses";
+  const std::string want = cpu::block_matmul_avx512_available() ? "avx512"
+                           : cpu::block_matmul_simd_available() ? "avx2"
+                                                                : "portable";
+  EXPECT_EQ(want, cpu::block_matmul_kernel());
 }
 
 // linear takes the blocks for up to kBlockMatmulMaxRows rows, sgemm beyond (prefill) and
@@ -138,4 +165,50 @@ TEST(BlockMatmul, LinearUsesTheBlocksOnlyForDecode) {
   off.linear(plain, x, b.w, Tensor());
   off.linear(blocked, x, with, Tensor());
   EXPECT_EQ(0, std::memcmp(blocked.f32(), plain.f32(), 33 * 4)) << "LMSCOPE_CPU_BLOCKS=0";
+}
+
+// Several matrices in one parallel region (a layer's q/k/v, gate/up): each output is computed
+// by the same per-output code whichever thread takes it, so every job's result is
+// block_matmul's alone, bit for bit; and sgemm's on its dequantized weights up to rounding.
+TEST(BlockMatmul, GroupGivesEachMatrixItsOwnResult) {
+  CpuBackend cpu;
+  Blocks a = random_blocks(BlockType::Q4_1, 65, 96, 21), b = random_blocks(BlockType::Q8_0, 7, 96, 22),
+         c = random_blocks(BlockType::Q4_1, 1, 96, 23);
+  for (int64_t N : {1, 3, 8}) {
+    Tensor x = randn({N, 96}, uint64_t(40 + N)), bias = randn({65}, 41);
+    std::vector<float> ga(size_t(N * 65), NAN), gb(size_t(N * 7), NAN), gc(size_t(N), NAN);
+    const cpu::BlockMatmulJob jobs[] = {{ga.data(), a.q.get(), bias.f32()}, {gb.data(), b.q.get(), nullptr},
+                                        {gc.data(), c.q.get(), nullptr}};
+    cpu::block_matmul_group(x.f32(), N, jobs, 3);
+    std::vector<float> sa(ga.size()), sb(gb.size()), sc(gc.size());
+    cpu::block_matmul(sa.data(), x.f32(), *a.q, bias.f32(), N);
+    cpu::block_matmul(sb.data(), x.f32(), *b.q, nullptr, N);
+    cpu::block_matmul(sc.data(), x.f32(), *c.q, nullptr, N);
+    EXPECT_EQ(0, std::memcmp(ga.data(), sa.data(), ga.size() * 4)) << "N=" << N;
+    EXPECT_EQ(0, std::memcmp(gb.data(), sb.data(), gb.size() * 4)) << "N=" << N;
+    EXPECT_EQ(0, std::memcmp(gc.data(), sc.data(), gc.size() * 4)) << "N=" << N;
+    Tensor ref = cpu.alloc({N, 65});
+    cpu.linear(ref, x, a.w, bias);
+    EXPECT_TRUE(close(ga.data(), ref)) << "N=" << N << " vs sgemm";
+  }
+}
+
+// CpuBackend::linear_group gives what linear gives for each job: over the blocks for decode,
+// over sgemm past kBlockMatmulMaxRows rows.
+TEST(BlockMatmul, LinearGroupEqualsLinearForEachJob) {
+  Blocks a = random_blocks(BlockType::Q4_1, 33, 64, 5), b = random_blocks(BlockType::Q8_0, 17, 64, 6);
+  Tensor wa = a.w.reshape(a.w.shape()), wb = b.w.reshape(b.w.shape());
+  wa.set_blocks(a.q);
+  wb.set_blocks(b.q);
+  CpuBackend cpu;
+  const Tensor none, bias = randn({17}, 8);
+  for (int64_t N : {int64_t(1), cpu::kBlockMatmulMaxRows + 1}) {
+    Tensor x = randn({N, 64}, uint64_t(N + 9));
+    Tensor ga = cpu.alloc({N, 33}), gb = cpu.alloc({N, 17}), la = cpu.alloc({N, 33}), lb = cpu.alloc({N, 17});
+    cpu.linear_group(x, {{&ga, &wa, &none}, {&gb, &wb, &bias}});
+    cpu.linear(la, x, wa, none);
+    cpu.linear(lb, x, wb, bias);
+    EXPECT_EQ(0, std::memcmp(ga.f32(), la.f32(), size_t(N * 33) * 4)) << "N=" << N;
+    EXPECT_EQ(0, std::memcmp(gb.f32(), lb.f32(), size_t(N * 17) * 4)) << "N=" << N;
+  }
 }

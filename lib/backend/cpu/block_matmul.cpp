@@ -1,5 +1,7 @@
 #include "backend/cpu/block_matmul.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -13,41 +15,36 @@
 
 namespace lmscope::cpu {
 
+// ---- portable: dequantize a block (the loader's own function), then dot ----------------
 namespace {
-
-void check_rows(int64_t N) {
-  if (N < 1 || N > kBlockMatmulMaxRows)
-    throw std::logic_error("block_matmul: " + std::to_string(N) + " rows, at most " +
-                           std::to_string(kBlockMatmulMaxRows));
+void portable_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N, int64_t o0,
+                      int64_t o1) {
+  const int64_t O = W.rows, I = W.cols, nb = I / QuantBlocks::kBlock;
+  float w[QuantBlocks::kBlock];
+  for (int64_t o = o0; o < o1; ++o) {
+    const uint8_t* row = W.data + o * W.row_bytes();
+    float acc[kBlockMatmulMaxRows] = {};
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* blk = row + b * W.block_bytes();
+      if (W.type == BlockType::Q8_0)
+        quant::dequant_q8_0(blk, w);
+      else
+        quant::dequant_q4_1(blk, w);
+      for (int64_t n = 0; n < N; ++n) {
+        const float* xb = x + n * I + b * QuantBlocks::kBlock;
+        float s = 0;
+        for (int j = 0; j < QuantBlocks::kBlock; ++j) s += w[j] * xb[j];
+        acc[n] += s;
+      }
+    }
+    for (int64_t n = 0; n < N; ++n) out[n * O + o] = acc[n] + (bias ? bias[o] : 0.0f);
+  }
 }
-
 }  // namespace
 
-// ---- portable: dequantize a block (the loader's own function), then dot ----------------
 void block_matmul_portable(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
-  check_rows(N);
-  const int64_t O = W.rows, I = W.cols, nb = I / QuantBlocks::kBlock;
-  over_outputs(O, [&](int64_t o0, int64_t o1) {
-    float w[QuantBlocks::kBlock];
-    for (int64_t o = o0; o < o1; ++o) {
-      const uint8_t* row = W.data + o * W.row_bytes();
-      float acc[kBlockMatmulMaxRows] = {};
-      for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* blk = row + b * W.block_bytes();
-        if (W.type == BlockType::Q8_0)
-          quant::dequant_q8_0(blk, w);
-        else
-          quant::dequant_q4_1(blk, w);
-        for (int64_t n = 0; n < N; ++n) {
-          const float* xb = x + n * I + b * QuantBlocks::kBlock;
-          float s = 0;
-          for (int j = 0; j < QuantBlocks::kBlock; ++j) s += w[j] * xb[j];
-          acc[n] += s;
-        }
-      }
-      for (int64_t n = 0; n < N; ++n) out[n * O + o] = acc[n] + (bias ? bias[o] : 0.0f);
-    }
-  });
+  check_block_rows(N);
+  over_outputs(W.rows, [&](int64_t o0, int64_t o1) { portable_outputs(out, x, W, bias, N, o0, o1); });
 }
 
 #if defined(LMSCOPE_AVX2)
@@ -114,24 +111,77 @@ LMSCOPE_AVX2 void avx2_outputs(float* out, const float* x, const QuantBlocks& W,
 }  // namespace
 
 void block_matmul_avx2(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
-  check_rows(N);
+  check_block_rows(N);
   over_outputs(W.rows, [&](int64_t o0, int64_t o1) { avx2_outputs(out, x, W, bias, N, o0, o1); });
 }
 
 bool block_matmul_simd_available() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 #else
+void avx2_outputs(float*, const float*, const QuantBlocks&, const float*, int64_t, int64_t, int64_t) {
+  throw std::logic_error("avx2_outputs: not an x86-64 build");
+}
 void block_matmul_avx2(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
   block_matmul_portable(out, x, W, bias, N);
 }
 bool block_matmul_simd_available() { return false; }
 #endif
 
+namespace {
+
+using Kernel = void (*)(float*, const float*, const QuantBlocks&, const float*, int64_t);
+using Outputs = void (*)(float*, const float*, const QuantBlocks&, const float*, int64_t, int64_t, int64_t);
+struct Choice {
+  const char* name;
+  Kernel run;
+  Outputs outputs;   // [o0, o1) on the calling thread
+};
+
+// The widest the processor runs, or LMSCOPE_CPU_KERNEL's.
+Choice choose() {
+  const Choice avx512{"avx512", block_matmul_avx512, block_matmul_avx512_outputs},
+      avx2{"avx2", block_matmul_avx2, avx2_outputs}, portable{"portable", block_matmul_portable, portable_outputs};
+  const char* env = std::getenv("LMSCOPE_CPU_KERNEL");
+  if (!env || !*env) {
+    if (block_matmul_avx512_available()) return avx512;
+    return block_matmul_simd_available() ? avx2 : portable;
+  }
+  const std::string want = env;
+  if (want == "portable") return portable;
+  if (want == "avx2" && block_matmul_simd_available()) return avx2;
+  if (want == "avx512" && block_matmul_avx512_available()) return avx512;
+  if (want == "avx2" || want == "avx512")
+    throw std::runtime_error("LMSCOPE_CPU_KERNEL=" + want + ": this processor does not run it");
+  throw std::runtime_error("LMSCOPE_CPU_KERNEL=" + want + ": expected avx512, avx2 or portable");
+}
+
+const Choice& chosen() {
+  static const Choice c = choose();
+  return c;
+}
+
+}  // namespace
+
+const char* block_matmul_kernel() { return chosen().name; }
+
 void block_matmul(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
-  static const bool simd = block_matmul_simd_available();
-  if (simd)
-    block_matmul_avx2(out, x, W, bias, N);
-  else
-    block_matmul_portable(out, x, W, bias, N);
+  chosen().run(out, x, W, bias, N);
+}
+
+// Each thread takes a contiguous slice of the jobs' outputs laid end to end.
+void block_matmul_group(const float* x, int64_t N, const BlockMatmulJob* jobs, int count) {
+  check_block_rows(N);
+  const Outputs run = chosen().outputs;
+  int64_t total = 0;
+  for (int j = 0; j < count; ++j) total += jobs[j].W->rows;
+  over_outputs(total, [&](int64_t g0, int64_t g1) {
+    int64_t first = 0;   // the first output of job j in the laid-out order
+    for (int j = 0; j < count; ++j) {
+      const int64_t rows = jobs[j].W->rows, o0 = std::max<int64_t>(g0 - first, 0),
+                    o1 = std::min<int64_t>(g1 - first, rows);
+      if (o1 > o0) run(jobs[j].out, x, *jobs[j].W, jobs[j].bias, N, o0, o1);
+      first += rows;
+    }
+  });
 }
 
 }  // namespace lmscope::cpu

@@ -5,11 +5,14 @@
 //
 // Numbers: the same products as the float32 path up to float32 rounding order: a block's
 // sum is d * sum(q * x) (+ m * sum(x) for Q4_1) instead of sum((d * q + m) * x). The
-// per-block layouts are kernels/quant_blocks.cuh's. Two implementations: AVX2 + FMA (chosen
-// at run time when the processor has them) and a portable one, the reference the tests hold
-// the other to.
+// per-block layouts are kernels/quant_blocks.cuh's. Three implementations, chosen at run time:
+// AVX-512 (block_matmul_avx512.cpp) when the processor has AVX-512F, else AVX2 + FMA when it
+// has those, else a portable one, the reference the tests hold the others to.
+// LMSCOPE_CPU_KERNEL=avx512|avx2|portable forces one (an error if the processor lacks it).
 #pragma once
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "tensor/quant_blocks.h"
 
@@ -21,9 +24,33 @@ constexpr int64_t kBlockMatmulMaxRows = 8;
 // Splits the O outputs over the OpenMP threads.
 void block_matmul(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N);
 
-// The two implementations, for the tests. simd_available(): the processor runs the AVX2 one.
+// Several matrices that read the same x (a layer's q/k/v, gate/up), in one parallel region:
+// the threads split the outputs of all of them together, so a decode layer forks and joins
+// its threads fewer times. Each job's numbers are block_matmul's.
+struct BlockMatmulJob {
+  float* out;            // [N, W->rows]
+  const QuantBlocks* W;
+  const float* bias;     // [W->rows] or null
+};
+void block_matmul_group(const float* x, int64_t N, const BlockMatmulJob* jobs, int count);
+
+// The implementation block_matmul runs: "avx512", "avx2" or "portable".
+const char* block_matmul_kernel();
+
+// The implementations, for the tests and the benchmark. *_available(): the processor runs it.
 void block_matmul_portable(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N);
 void block_matmul_avx2(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N);
-bool block_matmul_simd_available();
+void block_matmul_avx512(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N);
+bool block_matmul_simd_available();   // AVX2 + FMA
+bool block_matmul_avx512_available();
+// Outputs [o0, o1) only, on the calling thread (what each thread of block_matmul_avx512 runs).
+void block_matmul_avx512_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
+                                 int64_t o0, int64_t o1);
+
+inline void check_block_rows(int64_t N) {
+  if (N < 1 || N > kBlockMatmulMaxRows)
+    throw std::logic_error("block_matmul: " + std::to_string(N) + " rows, at most " +
+                           std::to_string(kBlockMatmulMaxRows));
+}
 
 }  // namespace lmscope::cpu

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "backend/cpu/attention_row.h"
 #include "backend/cpu/block_matmul.h"
 #include "backend/cpu/block_prefill.h"
 #include "backend/cpu/over_rows.h"
@@ -118,6 +119,21 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& W, const Ten
   }
 }
 
+// Decode over blocks for every job: one parallel region for all of them (block_matmul_group);
+// anything else, one linear after another.
+void CpuBackend::linear_group(const Tensor& x, std::initializer_list<LinearJob> jobs) {
+  const int64_t I = x.dim(-1), N = x.numel() / I;
+  std::vector<cpu::BlockMatmulJob> blocked;
+  for (const LinearJob& j : jobs) {
+    const QuantBlocks* q = j.W->blocks().get();
+    if (!q || !use_blocks_ || N > cpu::kBlockMatmulMaxRows || q->rows != j.W->dim(0) || q->cols != I || j.W->dim(1) != I ||
+        j.out->numel() != N * q->rows)
+      return Backend::linear_group(x, jobs);
+    blocked.push_back({j.out->f32(), q, j.bias->defined() && j.bias->numel() > 0 ? j.bias->f32() : nullptr});
+  }
+  cpu::block_matmul_group(x.f32(), N, blocked.data(), int(blocked.size()));
+}
+
 void CpuBackend::split_heads(Tensor& out, const Tensor& x) {
   const int64_t B = out.dim(0), Hx = out.dim(1), T = out.dim(2), hd = out.dim(3);
   check(x.numel() == out.numel(), "split_heads: sizes");
@@ -164,8 +180,10 @@ Tensor CpuBackend::kv_read(const Tensor& cache, int64_t S) {
   return out;
 }
 
-// HF eager attention, one (b, h, t) query row at a time:
+// HF eager attention, one (b, h, t) query row at a time (attention_row.h):
 //   w = (q . k) * scale + mask;  p = softmax(w) in float32;  z = p @ v
+// A row whose scores and probs are not asked for takes the vector loops over the cache; a
+// hooked row the scalar ones, the reference, and copies w and p out.
 void CpuBackend::attention(Tensor& z, const Tensor& q, const Tensor& k, const Tensor& v, int64_t S,
                            const Tensor& mask, float scale, Tensor* scores, Tensor* probs) {
   const int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), hd = q.dim(3);
@@ -176,6 +194,9 @@ void CpuBackend::attention(Tensor& z, const Tensor& q, const Tensor& k, const Te
   const float* Vv = v.f32();
   const float* M = mask.f32();
   float* Z = z.f32();
+  // LMSCOPE_CPU_KERNEL=portable (block_matmul.h) turns these vector loops off too.
+  static const bool simd = cpu::attention_avx2_available() && std::strcmp(cpu::block_matmul_kernel(), "portable") != 0;
+  const bool vector = simd && !scores && !probs;
 #pragma omp parallel
   {
     std::vector<float> w(S);
@@ -188,31 +209,18 @@ void CpuBackend::attention(Tensor& z, const Tensor& q, const Tensor& k, const Te
         for (int64_t t = 0; t < T; ++t) {
           const float* qrow = Q + ((b * H + h) * T + t) * hd;
           const float* mrow = M + (b * T + t) * S;
-          float wmax = -INFINITY;
-          for (int64_t s = 0; s < S; ++s) {
-            float dot = 0;
-            for (int64_t i = 0; i < hd; ++i) dot += qrow[i] * Kh[s * hd + i];
-            w[s] = attention_score(dot, scale, mrow[s]);
-            wmax = std::max(wmax, w[s]);
+          float* zrow = Z + ((b * T + t) * H + h) * hd;   // z is [B,T,H,hd]
+          if (vector) {
+            cpu::attention_softmax(w.data(), S, cpu::attention_scores_avx2(w.data(), qrow, Kh, mrow, S, hd, scale));
+            cpu::attention_mix_avx2(zrow, w.data(), Vh, S, hd);
+            continue;
           }
+          const float wmax = cpu::attention_scores(w.data(), qrow, Kh, mrow, S, hd, scale);
           const int64_t row = ((b * H + h) * T + t) * S;
           if (scores) std::memcpy(scores->f32() + row, w.data(), S * sizeof(float));
-          double sum = 0;
-          for (int64_t s = 0; s < S; ++s) {
-            w[s] = softmax_weight(w[s], wmax);
-            sum += w[s];
-          }
-          const float inv = float(1.0 / sum);
-          for (int64_t s = 0; s < S; ++s) w[s] *= inv;
+          cpu::attention_softmax(w.data(), S, wmax);
           if (probs) std::memcpy(probs->f32() + row, w.data(), S * sizeof(float));
-          float* zrow = Z + ((b * T + t) * H + h) * hd;   // z is [B,T,H,hd]
-          for (int64_t i = 0; i < hd; ++i) zrow[i] = 0;
-          for (int64_t s = 0; s < S; ++s) {
-            const float p = w[s];
-            if (p == 0.0f) continue;
-            const float* vrow = Vh + s * hd;
-            for (int64_t i = 0; i < hd; ++i) zrow[i] += p * vrow[i];
-          }
+          cpu::attention_mix(zrow, w.data(), Vh, S, hd);
         }
       }
   }

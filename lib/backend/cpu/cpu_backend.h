@@ -20,6 +20,7 @@ class CpuBackend final : public Backend {
   void embed(Tensor& out, const Tensor& ids, const Tensor& table) override;
   void rmsnorm(Tensor& out, const Tensor& x, const Tensor& weight, float eps) override;
   void linear(Tensor& out, const Tensor& x, const Tensor& W, const Tensor& bias) override;
+  void linear_group(const Tensor& x, std::initializer_list<LinearJob> jobs) override;
   void split_heads(Tensor& out, const Tensor& x) override;
   void rope(Tensor& out, const Tensor& x, const Tensor& cos, const Tensor& sin) override;
   void kv_write(Tensor& cache, const Tensor& x, int64_t offset) override;
