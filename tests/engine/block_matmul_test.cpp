@@ -16,74 +16,15 @@
 
 #include "backend/cpu/block_matmul.h"
 #include "backend/cpu/cpu_backend.h"
-#include "kernels/dtype_convert.cuh"
-#include "kernels/quant_blocks.cuh"
+#include "random_blocks.h"
 
 using namespace lmscope;
+using lmscope::test::close;
+using lmscope::test::random_blocks;
+using lmscope::test::RandomBlocks;
+using lmscope::test::randn;
 
 namespace {
-
-// Random blocks [O, I] of `type` (scales of either sign, all nibbles/bytes used), and the same
-// weights as float32, dequantized as the GGUF loader does.
-struct Blocks {
-  std::vector<uint8_t> bytes;
-  std::shared_ptr<QuantBlocks> q;
-  Tensor w;
-};
-
-Blocks random_blocks(BlockType type, int64_t O, int64_t I, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
-  Blocks b;
-  b.q = std::make_shared<QuantBlocks>();
-  b.q->type = type;
-  b.q->rows = O;
-  b.q->cols = I;
-  b.bytes.resize(size_t(O) * b.q->row_bytes());
-  for (size_t at = 0; at < b.bytes.size(); at += b.q->block_bytes()) {
-    for (size_t k = 0; k < b.q->block_bytes(); ++k) b.bytes[at + k] = uint8_t(byte(rng));
-    const int scales = type == BlockType::Q4_1 ? 2 : 1;   // d (and m): finite f16
-    for (int s = 0; s < scales; ++s) {
-      const uint16_t h = f32_to_f16(scale(rng));
-      b.bytes[at + 2 * s] = uint8_t(h & 0xFF);
-      b.bytes[at + 2 * s + 1] = uint8_t(h >> 8);
-    }
-  }
-  b.q->data = b.bytes.data();
-  b.w = Tensor::zeros({O, I});
-  for (int64_t r = 0; r < O; ++r)
-    for (int64_t blk = 0; blk < I / 32; ++blk) {
-      const uint8_t* src = b.bytes.data() + r * b.q->row_bytes() + blk * b.q->block_bytes();
-      float* dst = b.w.f32() + r * I + blk * 32;
-      if (type == BlockType::Q8_0)
-        quant::dequant_q8_0(src, dst);
-      else
-        quant::dequant_q4_1(src, dst);
-    }
-  return b;
-}
-
-Tensor randn(const Shape& s, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Tensor t = Tensor::zeros(s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = normal(rng);
-  return t;
-}
-
-// |a - ref| <= 1e-5 * (1 + max|ref|) everywhere: float32 sums in another order.
-::testing::AssertionResult close(const float* a, const Tensor& ref) {
-  double scale = 0, worst = 0;
-  for (int64_t i = 0; i < ref.numel(); ++i) scale = std::max(scale, double(std::fabs(ref.f32()[i])));
-  int64_t at = 0;
-  for (int64_t i = 0; i < ref.numel(); ++i) {
-    const double d = std::isfinite(a[i]) ? std::fabs(double(a[i]) - ref.f32()[i]) : INFINITY;
-    if (d > worst) worst = d, at = i;
-  }
-  if (worst <= 1e-5 * (1 + scale)) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "max |diff| " << worst << " at " << at << " (scale " << scale << ")";
-}
 
 using Kernel = void (*)(float*, const float*, const QuantBlocks&, const float*, int64_t);
 struct Simd {
@@ -103,7 +44,7 @@ TEST(BlockMatmul, EveryImplementationMatchesSgemmOnTheDequantizedWeights) {
   for (BlockType type : {BlockType::Q8_0, BlockType::Q4_1})
     for (auto [O, I] : std::vector<std::pair<int64_t, int64_t>>{{1, 32}, {7, 96}, {65, 576}, {9, 1536}})
       for (int64_t N : {1, 2, 3, 8}) {
-        Blocks b = random_blocks(type, O, I, uint64_t(O * 31 + I + N));
+        RandomBlocks b = random_blocks(type, O, I, uint64_t(O * 31 + I + N));
         Tensor x = randn({N, I}, uint64_t(N + 5)), bias = randn({O}, 9);
         for (bool with_bias : {false, true}) {
           Tensor ref = cpu.alloc({N, O});
@@ -141,7 +82,7 @@ TEST(BlockMatmul, RunsTheWidestImplementationTheProcessorHas) {
 // linear takes the blocks for up to kBlockMatmulMaxRows rows, sgemm beyond (prefill) and
 // when LMSCOPE_CPU_BLOCKS=0: then the result is sgemm's, bit for bit.
 TEST(BlockMatmul, LinearUsesTheBlocksOnlyForDecode) {
-  Blocks b = random_blocks(BlockType::Q4_1, 33, 64, 3);
+  RandomBlocks b = random_blocks(BlockType::Q4_1, 33, 64, 3);
   Tensor with = b.w.reshape(b.w.shape());
   with.set_blocks(b.q);
   CpuBackend cpu;
@@ -172,7 +113,7 @@ TEST(BlockMatmul, LinearUsesTheBlocksOnlyForDecode) {
 // block_matmul's alone, bit for bit; and sgemm's on its dequantized weights up to rounding.
 TEST(BlockMatmul, GroupGivesEachMatrixItsOwnResult) {
   CpuBackend cpu;
-  Blocks a = random_blocks(BlockType::Q4_1, 65, 96, 21), b = random_blocks(BlockType::Q8_0, 7, 96, 22),
+  RandomBlocks a = random_blocks(BlockType::Q4_1, 65, 96, 21), b = random_blocks(BlockType::Q8_0, 7, 96, 22),
          c = random_blocks(BlockType::Q4_1, 1, 96, 23);
   for (int64_t N : {1, 3, 8}) {
     Tensor x = randn({N, 96}, uint64_t(40 + N)), bias = randn({65}, 41);
@@ -196,7 +137,7 @@ TEST(BlockMatmul, GroupGivesEachMatrixItsOwnResult) {
 // CpuBackend::linear_group gives what linear gives for each job: over the blocks for decode,
 // over sgemm past kBlockMatmulMaxRows rows.
 TEST(BlockMatmul, LinearGroupEqualsLinearForEachJob) {
-  Blocks a = random_blocks(BlockType::Q4_1, 33, 64, 5), b = random_blocks(BlockType::Q8_0, 17, 64, 6);
+  RandomBlocks a = random_blocks(BlockType::Q4_1, 33, 64, 5), b = random_blocks(BlockType::Q8_0, 17, 64, 6);
   Tensor wa = a.w.reshape(a.w.shape()), wb = b.w.reshape(b.w.shape());
   wa.set_blocks(a.q);
   wb.set_blocks(b.q);

@@ -24,29 +24,11 @@
 using namespace lmscope;
 using lmscope::test::random_blocks;
 using lmscope::test::RandomBlocks;
+using lmscope::test::randn;
+using lmscope::test::close;
 
 namespace {
 
-Tensor randn(const Shape& s, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Tensor t = Tensor::zeros(s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = normal(rng);
-  return t;
-}
-
-// |a - ref| <= 1e-5 * (1 + max|ref|) everywhere: float32 sums in another order.
-::testing::AssertionResult close(const float* a, const Tensor& ref) {
-  double scale = 0, worst = 0;
-  for (int64_t i = 0; i < ref.numel(); ++i) scale = std::max(scale, double(std::fabs(ref.f32()[i])));
-  int64_t at = 0;
-  for (int64_t i = 0; i < ref.numel(); ++i) {
-    const double d = std::isfinite(a[i]) ? std::fabs(double(a[i]) - ref.f32()[i]) : INFINITY;
-    if (d > worst) worst = d, at = i;
-  }
-  if (worst <= 1e-5 * (1 + scale)) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "max |diff| " << worst << " at " << at << " (scale " << scale << ")";
-}
 
 bool same_bits(const Tensor& a, const Tensor& b) {
   return a.numel() == b.numel() && std::memcmp(a.f32(), b.f32(), size_t(a.numel()) * 4) == 0;

@@ -1,7 +1,12 @@
 // Random GGUF blocks for the CPU matmul tests: [O, I] of Q8_0 or Q4_1 with scales of either
 // sign and every nibble/byte value used, and the same weights as float32 dequantized block by
-// block with the loader's per-block functions (kernels/quant_blocks.cuh), the reference.
+// block with the loader's per-block functions (kernels/quant_blocks.cuh), the reference; random
+// activations and the tolerance the kernels are held to.
 #pragma once
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -52,6 +57,28 @@ inline RandomBlocks random_blocks(BlockType type, int64_t O, int64_t I, uint64_t
         quant::dequant_q4_1(src, dst);
     }
   return b;
+}
+
+// Standard-normal float32 values of shape s (the activations x of the matmul tests).
+inline Tensor randn(const Shape& s, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Tensor t = Tensor::zeros(s);
+  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = normal(rng);
+  return t;
+}
+
+// |a - ref| <= 1e-5 * (1 + max|ref|) everywhere: float32 sums in another order.
+inline ::testing::AssertionResult close(const float* a, const Tensor& ref) {
+  double scale = 0, worst = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i) scale = std::max(scale, double(std::fabs(ref.f32()[i])));
+  int64_t at = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    const double d = std::isfinite(a[i]) ? std::fabs(double(a[i]) - ref.f32()[i]) : INFINITY;
+    if (d > worst) worst = d, at = i;
+  }
+  if (worst <= 1e-5 * (1 + scale)) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "max |diff| " << worst << " at " << at << " (scale " << scale << ")";
 }
 
 }  // namespace lmscope::test

@@ -5,10 +5,7 @@
 
 #include "kernels/attention_math.cuh"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#define LMSCOPE_AVX2 __attribute__((target("avx2,fma")))
-#endif
+#include "backend/cpu/avx2.h"
 
 namespace lmscope::cpu {
 
@@ -44,15 +41,6 @@ void attention_mix(float* z, const float* p, const float* V, int64_t S, int64_t 
 }
 
 #if defined(LMSCOPE_AVX2)
-namespace {
-LMSCOPE_AVX2 inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-}  // namespace
-
 // Per key: two 8-lane accumulators over hd (alternating, so consecutive FMAs do not wait on
 // each other), one horizontal sum, a scalar tail when hd is not a multiple of 8.
 LMSCOPE_AVX2 float attention_scores_avx2(float* w, const float* q, const float* K, const float* mask, int64_t S,

@@ -8,10 +8,7 @@
 #include "backend/cpu/over_rows.h"
 #include "kernels/quant_blocks.cuh"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#define LMSCOPE_AVX2 __attribute__((target("avx2,fma")))
-#endif
+#include "backend/cpu/avx2.h"
 
 namespace lmscope::cpu {
 
@@ -49,13 +46,6 @@ void block_matmul_portable(float* out, const float* x, const QuantBlocks& W, con
 
 #if defined(LMSCOPE_AVX2)
 namespace {
-
-LMSCOPE_AVX2 inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // The 32 weights of a block as 4 vectors of 8 floats, without the scale: q (Q8_0: -128..127;
 // Q4_1: 0..15, elements 0-15 from the low nibbles, 16-31 from the high ones).

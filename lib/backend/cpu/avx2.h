@@ -1,0 +1,22 @@
+// What the AVX2 code paths of the CPU backend share: the target attribute that lets one
+// function use AVX2 + FMA in a binary built for any x86-64 (the caller checks the processor
+// first), and the horizontal sum of 8 floats. Elsewhere LMSCOPE_AVX2 stays undefined and only
+// the portable code is built.
+#pragma once
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define LMSCOPE_AVX2 __attribute__((target("avx2,fma")))
+
+namespace lmscope::cpu {
+
+// v[0] + ... + v[7], pairwise.
+LMSCOPE_AVX2 inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+}  // namespace lmscope::cpu
+#endif
