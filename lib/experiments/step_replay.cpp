@@ -19,14 +19,20 @@ SamplingConfig trace_sampling(const TraceReader& tr) {
   if (tr.n_steps() == 0) return c;
   const auto j = nlohmann::json::parse(tr.step_group_attrs_json(0, "sample"), nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return c;
-  auto num = [&](const char* key, double fallback) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback; };
-  c.do_sample = num("do_sample", 0) != 0;
-  c.temperature = float(num("temperature", c.temperature));
-  c.top_k = int(num("top_k", c.top_k));
-  c.top_p = float(num("top_p", c.top_p));
-  c.min_p = float(num("min_p", c.min_p));
-  c.repetition_penalty = float(num("repetition_penalty", c.repetition_penalty));
-  c.seed = uint64_t(num("seed", 0));
+  // The file's numbers are only shown, but each must fit its field: a value outside [lo, hi]
+  // (HF's traces record an unset seed as -1) keeps the default.
+  auto num = [&](const char* key, double fallback, double lo, double hi) {
+    const double v = j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+    return v >= lo && v <= hi ? v : fallback;
+  };
+  constexpr double kFloatMax = 3.4e38;
+  c.do_sample = num("do_sample", 0, 0, 1) != 0;
+  c.temperature = float(num("temperature", c.temperature, 0, kFloatMax));
+  c.top_k = int(num("top_k", c.top_k, 0, 2147483647.0));
+  c.top_p = float(num("top_p", c.top_p, 0, 1));
+  c.min_p = float(num("min_p", c.min_p, 0, 1));
+  c.repetition_penalty = float(num("repetition_penalty", c.repetition_penalty, 0, kFloatMax));
+  c.seed = uint64_t(num("seed", 0, 0, 18446744073709549568.0));   // the largest double below 2^64
   return c;
 }
 
