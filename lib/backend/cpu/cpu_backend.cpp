@@ -96,7 +96,7 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& W, const Ten
   if (blocks) {
     check(blocks->rows == O && blocks->cols == I, "linear: blocks' shape");
     const float* b = bias.defined() && bias.numel() > 0 ? bias.f32() : nullptr;
-    if (use_blocks_ && N <= cpu::kBlockMatmulMaxRows) {
+    if (decodes_over_blocks(N)) {
       cpu::block_matmul(Y, X, *blocks, b, N);
       return;
     }
@@ -126,7 +126,7 @@ void CpuBackend::linear_group(const Tensor& x, std::initializer_list<LinearJob> 
   std::vector<cpu::BlockMatmulJob> blocked;
   for (const LinearJob& j : jobs) {
     const QuantBlocks* q = j.W->blocks().get();
-    if (!q || !use_blocks_ || N > cpu::kBlockMatmulMaxRows || q->rows != j.W->dim(0) || q->cols != I || j.W->dim(1) != I ||
+    if (!q || !decodes_over_blocks(N) || q->rows != j.W->dim(0) || q->cols != I || j.W->dim(1) != I ||
         j.out->numel() != N * q->rows)
       return Backend::linear_group(x, jobs);
     blocked.push_back({j.out->f32(), q, j.bias->defined() && j.bias->numel() > 0 ? j.bias->f32() : nullptr});

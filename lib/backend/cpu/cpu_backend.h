@@ -5,6 +5,7 @@
 // Per-element math comes from kernels/*.cuh, the same functions the CUDA kernels use.
 #pragma once
 #include "backend/backend.h"
+#include "backend/cpu/block_matmul.h"   // kBlockMatmulMaxRows
 
 namespace lmscope {
 
@@ -33,6 +34,9 @@ class CpuBackend final : public Backend {
 
  private:
   bool use_blocks_ = true;   // decode by block_matmul.h; LMSCOPE_CPU_BLOCKS=0: by block_prefill.h
+  // A matmul of N rows by a blocks-held weight multiplies the blocks directly (decode), in
+  // linear and linear_group alike; otherwise panels are dequantized (block_prefill.h).
+  bool decodes_over_blocks(int64_t N) const { return use_blocks_ && N <= cpu::kBlockMatmulMaxRows; }
 };
 
 }  // namespace lmscope
