@@ -1,34 +1,38 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's llama-bench (the peer of our benchmarks) from the llama-cpp-python sdist on
-# PyPI, into $LMSCOPE_CACHE/llama.cpp (default ~/.cache/lmscope); nothing of it enters the repo.
-# Prints the path of llama-bench. Idempotent: an existing build is reused.
-set -euo pipefail
-version=${LLAMA_CPP_PYTHON_VERSION:-0.3.36}
+# Builds llama.cpp, the peer of our CPU benchmarks and the reference of `--cpu-activations q8`,
+# from the llama-cpp-python sdist on PyPI (its vendor/llama.cpp), into
+# $LMSCOPE_CACHE/llama-cpp-python-VERSION (default cache ~/.cache/lmscope); nothing of it
+# enters the repository. The sdist comes through `pip download` (the user's pip configuration
+# applies: index, proxy, certificates) and its sha256 is checked. Builds llama-bench and the
+# shared libllama that the sdist's own Python package (llama_cpp/, ctypes) loads through
+# LLAMA_CPP_LIB_PATH (scripts/llamacpp_logits.py). Idempotent: an existing build is reused.
+# Prints the build directory on stdout; progress goes to stderr; a failure is one line.
+set -uo pipefail
+version=0.3.36
+sha256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 cache="${LMSCOPE_CACHE:-$HOME/.cache/lmscope}"
 dir="$cache/llama-cpp-python-$version"
-bench="$dir/build/bin/llama-bench"
-if [ -x "$bench" ]; then echo "$bench"; exit 0; fi
-mkdir -p "$cache/sdist"
-if ! ls "$cache/sdist"/llama_cpp_python-"$version".tar.gz >/dev/null 2>&1; then
-  echo "build-llamacpp: downloading llama-cpp-python==$version (sdist)" >&2
-  # The sdist's URL from PyPI's simple index (pip download would try to build its metadata).
-  python3 - "$version" "$cache/sdist" <<'PY' >&2
-import os, re, sys, urllib.request
-version, dest = sys.argv[1], sys.argv[2]
-page = urllib.request.urlopen("https://pypi.org/simple/llama-cpp-python/").read().decode()
-name = f"llama_cpp_python-{version}.tar.gz"
-url = [u for u in re.findall(r'href="([^"]+)"', page) if name in u][0].split("#")[0]
-path = os.path.join(dest, name)
-urllib.request.urlretrieve(url, path + ".part")
-os.replace(path + ".part", path)
-print("build-llamacpp: downloaded", url)
-PY
+sdist="$cache/sdist/llama_cpp_python-$version.tar.gz"
+fail() { echo "build-llamacpp: $*" >&2; exit 1; }
+
+if [ -x "$dir/build/bin/llama-bench" ] && [ -d "$dir/src/llama_cpp" ]; then echo "$dir"; exit 0; fi
+command -v cmake >/dev/null || fail "cmake is not installed (scripts/setup.sh installs it)"
+if [ ! -f "$sdist" ]; then
+  echo "build-llamacpp: pip download llama-cpp-python==$version (sdist, about 77 MB)" >&2
+  mkdir -p "$cache/sdist"
+  # pip prepares the sdist's metadata in an isolated build environment (it fetches
+  # scikit-build-core for that); nothing is compiled here.
+  python3 -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$cache/sdist" >&2 ||
+    fail "pip download llama-cpp-python==$version failed (see pip's message above)"
 fi
-rm -rf "$dir.src" && mkdir -p "$dir.src"
-tar -xzf "$cache/sdist"/llama_cpp_python-"$version".tar.gz -C "$dir.src"
-src="$dir.src/llama_cpp_python-$version/vendor/llama.cpp"
-echo "build-llamacpp: building llama-bench (CPU, -j2) from $src" >&2
-cmake -S "$src" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
-      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=OFF >&2
-cmake --build "$dir/build" -j2 --target llama-bench >&2
-echo "$bench"
+got=$(sha256sum "$sdist" | cut -d' ' -f1)
+[ "$got" = "$sha256" ] || fail "$sdist: sha256 $got, expected $sha256 (delete it to download again)"
+rm -rf "$dir/src.tmp" && mkdir -p "$dir/src.tmp"
+tar -xzf "$sdist" -C "$dir/src.tmp" || fail "cannot unpack $sdist"
+rm -rf "$dir/src" && mv "$dir/src.tmp/llama_cpp_python-$version" "$dir/src" && rm -rf "$dir/src.tmp"
+echo "build-llamacpp: building llama-bench and libllama (CPU, native, -j2) in $dir/build" >&2
+cmake -S "$dir/src/vendor/llama.cpp" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
+      -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON \
+      -DLLAMA_BUILD_SERVER=OFF >"$dir/cmake.log" 2>&1 || fail "cmake configure failed ($dir/cmake.log)"
+cmake --build "$dir/build" -j2 --target llama-bench llama >"$dir/build.log" 2>&1 || fail "build failed ($dir/build.log)"
+echo "$dir"
