@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# lmscope against its peers on the default model (docs/benchmarks.md, "Against llama.cpp"):
+# lmscope-bench in exact mode (float32 activations) and in fast mode (--cpu-activations q8),
+# llama.cpp's llama-bench (scripts/build-llamacpp.sh) and, when a Python with torch is there,
+# HF transformers (float32, eager) — all on SmolLM2-135M-Instruct Q4_1, interleaved: every
+# round runs every engine on every test before the next round starts, so a slow spell of a
+# shared machine hits all of them alike. Reports the median over rounds and the ratios.
+#
+#   scripts/bench-peers.sh [ROUNDS]        (default 3)
+#   THREADS="1 2" TESTS="pp128 pp512 pp2048 tg128" scripts/bench-peers.sh
+#
+# ppN: prefill of N prompt tokens (tokens/s); tg128: 128 tokens decoded one at a time after a
+# 1-token prompt (llama-bench's tg128 starts from an empty context too). HF runs pp128 and
+# tg128 only (its eager attention over 2048 tokens is not the point). Results:
+# build/bench-peers/*.json, the table in build/bench-peers/table.md. Long: about 5 minutes
+# per round on a 2-core machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+threads=${THREADS:-1 2}
+tests=${TESTS:-pp128 pp512 pp2048 tg128}
+model=models/SmolLM2-135M-Instruct.Q4_1.gguf
+py=${LMSCOPE_PY:-$HOME/.cache/lmscope/golden-venv/bin/python}
+out=build/bench-peers
+
+fail() { echo "bench-peers: $*" >&2; exit 1; }
+scripts/build.sh >/dev/null
+scripts/fetch-model.sh >/dev/null || fail "cannot fetch $model (scripts/fetch-model.sh)"
+llama_dir=$(scripts/build-llamacpp.sh) || fail "cannot build llama.cpp (scripts/build-llamacpp.sh)"
+llama_bench="$llama_dir/build/bin/llama-bench"
+hf=0
+if "$py" -c "import torch, transformers" 2>/dev/null; then hf=1; else echo "bench-peers: no torch at $py: HF skipped"; fi
+rm -rf "$out" && mkdir -p "$out"
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p)
+echo "bench-peers: $(date -u +%Y-%m-%d), $cpu, $(nproc) cores, $rounds rounds, threads: $threads, tests: $tests"
+
+# prompt length and decode steps of a test, for lmscope-bench and bench_hf.py
+shape() {
+  case $1 in
+    pp*) echo "${1#pp} 1" ;;
+    tg*) echo "1 ${1#tg}" ;;
+    *) fail "unknown test '$1' (ppN or tgN)" ;;
+  esac
+}
+
+for r in $(seq 1 "$rounds"); do
+  for t in $threads; do
+    for test in $tests; do
+      read -r plen ndec < <(shape "$test")
+      echo "round $r/$rounds, $t thread(s), $test (load average $(cut -d' ' -f1 /proc/loadavg))"
+      for mode in f32 q8; do
+        OMP_NUM_THREADS=$t build/lmscope-bench --model "$model" --prompt-len "$plen" --decode "$ndec" --repeats 1 \
+          --configs none --loop forward --cpu-activations $mode --json "$out/lmscope-$mode-$test-t$t-r$r.json" >/dev/null
+      done
+      case $test in
+        pp*) llama_args=(-p "$plen" -n 0) ;;
+        tg*) llama_args=(-p 0 -n "$ndec") ;;
+      esac
+      "$llama_bench" -m "$model" "${llama_args[@]}" -t "$t" -r 1 -o json >"$out/llama-$test-t$t-r$r.json" 2>/dev/null
+      if [ $hf = 1 ] && { [ "$test" = pp128 ] || [ "$test" = tg128 ]; }; then
+        "$py" scripts/bench_hf.py --model smollm2 --prompt-len "$plen" --decode "$ndec" --repeats 1 --threads "$t" \
+          >"$out/hf-$test-t$t-r$r.json"
+      fi
+    done
+  done
+done
+
+python3 scripts/bench_peers_table.py "$out" | tee "$out/table.md"
