@@ -104,7 +104,8 @@ LMSCOPE_AVX2_F16C inline void block_rows(const uint8_t* blk, const float* xb, in
   }
 }
 
-// Outputs [o0, o1) for N rows (a template: with N known the accumulators stay in registers).
+// Outputs [o0, o1) for N rows (a template: with N known the accumulators stay in registers, as
+// far as the 16 hold them: one row of Q4_1, five of Q8_0; beyond, some live on the stack).
 // Even blocks go to the first set of accumulators, odd ones to the second, so consecutive
 // FMAs into a row do not wait on each other's latency; one horizontal sum per output. The
 // arrangement does not depend on N: a row's result is the same in any batch. (A function of
