@@ -2,8 +2,9 @@
 // weights dequantized by the loader's own per-block functions (kernels/quant_blocks.cuh):
 // Q8_0 and Q4_1, 1 to 8 rows, widths of 1, 3, 18 and 48 blocks, output counts that do not divide
 // between the threads, with and without bias; the AVX-512, AVX2 and portable implementations
-// each (the SIMD ones also against the portable one, their reference); which one block_matmul
-// runs; and CpuBackend::linear choosing it only when it should.
+// each (the SIMD ones also against the portable one, their reference); a row's result the same
+// in any batch; which one block_matmul runs; and CpuBackend::linear choosing it only when it
+// should.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -68,6 +69,32 @@ TEST(BlockMatmul, EveryImplementationMatchesSgemmOnTheDequantizedWeights) {
       }
   for (const auto& [name, run, runs] : simd_kernels())
     if (!runs) std::printf("this processor does not run the %s implementation: not tested\n", name);
+}
+
+// Each implementation computes a row with the same operations in the same order whatever the
+// number of rows beside it (the kernels are instantiated per row count, but a row's blocks go
+// to its own accumulators in the same arrangement): row n of an 8-row product is the 1-row
+// product of x's row n, bit for bit, so a sequence decodes to the same numbers in any batch.
+TEST(BlockMatmul, ARowsResultDoesNotDependOnTheRowsBesideIt) {
+  std::vector<Simd> all = simd_kernels();
+  all.push_back({"portable", cpu::block_matmul_portable, true});
+  for (BlockType type : {BlockType::Q8_0, BlockType::Q4_1}) {
+    const int64_t O = 13, I = 160, N = cpu::kBlockMatmulMaxRows;   // 5 blocks: an odd last one
+    RandomBlocks b = random_blocks(type, O, I, 77);
+    Tensor x = randn({N, I}, 78), bias = randn({O}, 79);
+    for (const auto& [name, run, runs] : all) {
+      if (!runs) continue;
+      for (int64_t rows = 2; rows <= N; ++rows) {
+        std::vector<float> batch(size_t(rows * O), NAN), one(size_t(O), NAN);
+        run(batch.data(), x.f32(), *b.q, bias.f32(), rows);
+        for (int64_t n = 0; n < rows; ++n) {
+          run(one.data(), x.f32() + n * I, *b.q, bias.f32(), 1);
+          EXPECT_EQ(0, std::memcmp(one.data(), batch.data() + n * O, size_t(O) * 4))
+              << name << (type == BlockType::Q8_0 ? " Q8_0" : " Q4_1") << " row " << n << " of " << rows;
+        }
+      }
+    }
+  }
 }
 
 // Without LMSCOPE_CPU_KERNEL, the widest implementation the processor runs.

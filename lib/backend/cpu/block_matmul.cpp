@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
+#include "backend/cpu/block_rows.h"
 #include "backend/cpu/over_rows.h"
 #include "kernels/quant_blocks.cuh"
 
@@ -45,57 +47,97 @@ void block_matmul_portable(float* out, const float* x, const QuantBlocks& W, con
 }
 
 #if defined(LMSCOPE_AVX2)
+// AVX2 + FMA + F16C (vcvtph2ps for the scales). Every processor with AVX2 has F16C (Intel's
+// since Ivy Bridge, a generation before AVX2; AMD's since Piledriver); block_matmul_simd_available
+// checks all three all the same.
+#define LMSCOPE_AVX2_F16C __attribute__((target("avx2,fma,f16c")))
 namespace {
 
+// The f16 at p (little-endian, unaligned) in all 8 lanes: the hardware conversion, exact like
+// quant::load_f16 (~10 scalar instructions and a branch each).
+LMSCOPE_AVX2_F16C inline __m256 splat_f16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _mm256_cvtph_ps(_mm_set1_epi16(short(h)));
+}
+
 // The 32 weights of a block as 4 vectors of 8 floats, without the scale: q (Q8_0: -128..127;
-// Q4_1: 0..15, elements 0-15 from the low nibbles, 16-31 from the high ones).
-LMSCOPE_AVX2 inline void block_q(const uint8_t* blk, BlockType type, __m256 q[4]) {
-  if (type == BlockType::Q8_0) {
+// Q4_1: 0..15, elements 0-15 from the low nibbles, 16-31 from the high ones). A Q4_1 block's
+// bytes 0-7 widen to 8 dwords in one instruction (8-15 in another); the low nibbles (elements
+// 0-7) are then a mask and the high ones (16-23) a shift, with no byte shuffles.
+template <bool Q4_1>
+LMSCOPE_AVX2_F16C inline void block_q(const uint8_t* blk, __m256 q[4]) {
+  if (Q4_1) {
+    const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 4))),
+                  hi = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 12)));
+    const __m256i mask = _mm256_set1_epi32(0x0F);
+    q[0] = _mm256_cvtepi32_ps(_mm256_and_si256(lo, mask));
+    q[1] = _mm256_cvtepi32_ps(_mm256_and_si256(hi, mask));
+    q[2] = _mm256_cvtepi32_ps(_mm256_srli_epi32(lo, 4));
+    q[3] = _mm256_cvtepi32_ps(_mm256_srli_epi32(hi, 4));
+  } else {
     const uint8_t* qs = blk + 2;
     for (int k = 0; k < 4; ++k)
       q[k] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 * k))));
-  } else {
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 4));
-    const __m128i mask = _mm_set1_epi8(0x0F);
-    const __m128i lo = _mm_and_si128(bytes, mask), hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);
-    q[0] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo));
-    q[1] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)));
-    q[2] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi));
-    q[3] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)));
   }
 }
 
-// Outputs [o0, o1). Per block and row: s = sum(q * x) over the 32 weights (4 vector FMAs),
-// then acc += d * s (+ m * sum(x) for Q4_1), still 8 lanes wide; one horizontal sum per
-// output. (A function of its own: a lambda would not inherit the target attribute.)
-LMSCOPE_AVX2 void avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
-                               int64_t o0, int64_t o1) {
+// One block into each of the N rows' accumulators: s = sum(q * x) over the 32 weights (4
+// vector FMAs), acc_d += d * s and (Q4_1) acc_m += m * sum(x), still 8 lanes wide.
+template <bool Q4_1, int N>
+LMSCOPE_AVX2_F16C inline void block_rows(const uint8_t* blk, const float* xb, int64_t I, __m256* acc_d,
+                                         __m256* acc_m) {
+  __m256 q[4];
+  block_q<Q4_1>(blk, q);
+  const __m256 d = splat_f16(blk);
+  const __m256 m = Q4_1 ? splat_f16(blk + 2) : _mm256_setzero_ps();
+  for (int n = 0; n < N; ++n) {
+    const float* xn = xb + n * I;
+    const __m256 x0 = _mm256_loadu_ps(xn), x1 = _mm256_loadu_ps(xn + 8), x2 = _mm256_loadu_ps(xn + 16),
+                 x3 = _mm256_loadu_ps(xn + 24);
+    __m256 s = _mm256_mul_ps(q[0], x0);
+    s = _mm256_fmadd_ps(q[1], x1, s);
+    s = _mm256_fmadd_ps(q[2], x2, s);
+    s = _mm256_fmadd_ps(q[3], x3, s);
+    acc_d[n] = _mm256_fmadd_ps(d, s, acc_d[n]);
+    if (Q4_1) acc_m[n] = _mm256_fmadd_ps(m, _mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3)), acc_m[n]);
+  }
+}
+
+// Outputs [o0, o1) for N rows (a template: with N known the accumulators stay in registers, as
+// far as the 16 hold them: one row of Q4_1, five of Q8_0; beyond, some live on the stack).
+// Even blocks go to the first set of accumulators, odd ones to the second, so consecutive
+// FMAs into a row do not wait on each other's latency; one horizontal sum per output. The
+// arrangement does not depend on N: a row's result is the same in any batch. (A function of
+// its own: a lambda would not inherit the target attribute.)
+template <bool Q4_1, int N>
+LMSCOPE_AVX2_F16C void avx2_rows(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t o0,
+                                 int64_t o1) {
   const int64_t O = W.rows, I = W.cols, nb = I / QuantBlocks::kBlock;
-  const bool q4_1 = W.type == BlockType::Q4_1;
+  const size_t bb = W.block_bytes();
   for (int64_t o = o0; o < o1; ++o) {
     const uint8_t* row = W.data + o * W.row_bytes();
-    __m256 acc[kBlockMatmulMaxRows];
-    for (int64_t n = 0; n < N; ++n) acc[n] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* blk = row + b * W.block_bytes();
-      __m256 q[4];
-      block_q(blk, W.type, q);
-      const __m256 d = _mm256_set1_ps(quant::load_f16(blk));
-      const __m256 m = _mm256_set1_ps(q4_1 ? quant::load_f16(blk + 2) : 0.0f);
-      for (int64_t n = 0; n < N; ++n) {
-        const float* xb = x + n * I + b * QuantBlocks::kBlock;
-        const __m256 x0 = _mm256_loadu_ps(xb), x1 = _mm256_loadu_ps(xb + 8), x2 = _mm256_loadu_ps(xb + 16),
-                     x3 = _mm256_loadu_ps(xb + 24);
-        __m256 s = _mm256_mul_ps(q[0], x0);
-        s = _mm256_fmadd_ps(q[1], x1, s);
-        s = _mm256_fmadd_ps(q[2], x2, s);
-        s = _mm256_fmadd_ps(q[3], x3, s);
-        acc[n] = _mm256_fmadd_ps(d, s, acc[n]);
-        if (q4_1) acc[n] = _mm256_fmadd_ps(m, _mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3)), acc[n]);
-      }
+    __m256 d0[N], d1[N], m0[N], m1[N];
+    for (int n = 0; n < N; ++n) d0[n] = d1[n] = m0[n] = m1[n] = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      block_rows<Q4_1, N>(row + b * bb, x + b * QuantBlocks::kBlock, I, d0, m0);
+      block_rows<Q4_1, N>(row + (b + 1) * bb, x + (b + 1) * QuantBlocks::kBlock, I, d1, m1);
     }
-    for (int64_t n = 0; n < N; ++n) out[n * O + o] = hsum(acc[n]) + (bias ? bias[o] : 0.0f);
+    if (b < nb) block_rows<Q4_1, N>(row + b * bb, x + b * QuantBlocks::kBlock, I, d0, m0);
+    for (int n = 0; n < N; ++n) {
+      __m256 sum = _mm256_add_ps(d0[n], d1[n]);
+      if (Q4_1) sum = _mm256_add_ps(sum, _mm256_add_ps(m0[n], m1[n]));
+      out[n * O + o] = hsum(sum) + (bias ? bias[o] : 0.0f);
+    }
   }
+}
+
+void avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N, int64_t o0,
+                  int64_t o1) {
+  with_block_shape(W.type, N, [&](auto q4_1, auto rows) {
+    avx2_rows<decltype(q4_1)::value, decltype(rows)::value>(out, x, W, bias, o0, o1);
+  });
 }
 
 }  // namespace
@@ -105,7 +147,9 @@ void block_matmul_avx2(float* out, const float* x, const QuantBlocks& W, const f
   over_outputs(W.rows, [&](int64_t o0, int64_t o1) { avx2_outputs(out, x, W, bias, N, o0, o1); });
 }
 
-bool block_matmul_simd_available() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+bool block_matmul_simd_available() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
 #else
 void avx2_outputs(float*, const float*, const QuantBlocks&, const float*, int64_t, int64_t, int64_t) {
   throw std::logic_error("avx2_outputs: not an x86-64 build");

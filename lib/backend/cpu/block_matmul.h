@@ -6,8 +6,8 @@
 // Numbers: the same products as the float32 path up to float32 rounding order: a block's
 // sum is d * sum(q * x) (+ m * sum(x) for Q4_1) instead of sum((d * q + m) * x). The
 // per-block layouts are kernels/quant_blocks.cuh's. Three implementations, chosen at run time:
-// AVX-512 (block_matmul_avx512.cpp) when the processor has AVX-512F, else AVX2 + FMA when it
-// has those, else a portable one, the reference the tests hold the others to.
+// AVX-512 (block_matmul_avx512.cpp) when the processor has AVX-512F, else AVX2 + FMA + F16C
+// when it has those, else a portable one, the reference the tests hold the others to.
 // LMSCOPE_CPU_KERNEL=avx512|avx2|portable forces one (an error if the processor lacks it).
 #pragma once
 #include <cstdint>
@@ -41,7 +41,7 @@ const char* block_matmul_kernel();
 void block_matmul_portable(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N);
 void block_matmul_avx2(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N);
 void block_matmul_avx512(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N);
-bool block_matmul_simd_available();   // AVX2 + FMA
+bool block_matmul_simd_available();   // AVX2 + FMA + F16C
 bool block_matmul_avx512_available();
 // Outputs [o0, o1) only, on the calling thread (what each thread of block_matmul_avx512 runs).
 void block_matmul_avx512_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,

@@ -15,6 +15,7 @@
 
 #include <cstring>
 
+#include "backend/cpu/block_rows.h"
 #include "backend/cpu/over_rows.h"
 
 #if defined(__x86_64__)
@@ -92,30 +93,13 @@ LMSCOPE_AVX512 void outputs(float* out, const float* x, const QuantBlocks& W, co
   }
 }
 
-static_assert(kBlockMatmulMaxRows == 8, "outputs_n instantiates N = 1..8");
-template <bool Q4_1>
-LMSCOPE_AVX512 void outputs_n(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
-                              int64_t o0, int64_t o1) {
-  switch (N) {
-    case 1: return outputs<Q4_1, 1>(out, x, W, bias, o0, o1);
-    case 2: return outputs<Q4_1, 2>(out, x, W, bias, o0, o1);
-    case 3: return outputs<Q4_1, 3>(out, x, W, bias, o0, o1);
-    case 4: return outputs<Q4_1, 4>(out, x, W, bias, o0, o1);
-    case 5: return outputs<Q4_1, 5>(out, x, W, bias, o0, o1);
-    case 6: return outputs<Q4_1, 6>(out, x, W, bias, o0, o1);
-    case 7: return outputs<Q4_1, 7>(out, x, W, bias, o0, o1);
-    default: return outputs<Q4_1, 8>(out, x, W, bias, o0, o1);
-  }
-}
-
 }  // namespace
 
 void block_matmul_avx512_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
                                  int64_t o0, int64_t o1) {
-  if (W.type == BlockType::Q4_1)
-    outputs_n<true>(out, x, W, bias, N, o0, o1);
-  else
-    outputs_n<false>(out, x, W, bias, N, o0, o1);
+  with_block_shape(W.type, N, [&](auto q4_1, auto rows) {
+    outputs<decltype(q4_1)::value, decltype(rows)::value>(out, x, W, bias, o0, o1);
+  });
 }
 
 void block_matmul_avx512(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
