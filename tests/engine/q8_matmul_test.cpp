@@ -257,3 +257,20 @@ TEST(Q8Matmul, HookCodesAreTheMatmulsOwn) {
   for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(codes.f32()[i], float(r.q[size_t(i)]));
   for (int64_t i = 0; i < 15; ++i) ASSERT_EQ(scales.f32()[i], r.d(i));
 }
+
+TEST(Q8Quantize, Avx2QuantizerMatchesThePortableOneBitForBit) {
+  if (!cpu::q8_avx2_available()) GTEST_SKIP() << "this processor has no AVX2+FMA+F16C";
+  Tensor x = randn({9, 32}, 21);   // blocks 0-5 made edge cases, 6-8 random
+  for (int j = 0; j < 32; ++j) x.f32()[j] = 0.0f;                                  // all zero
+  x.f32()[32 + 3] = 1e30f;                                                        // one huge value
+  for (int j = 0; j < 32; ++j) x.f32()[64 + j] = float(j) - 15.5f;                // id = 1 (amax 127 below): .5 ties
+  x.f32()[64 + 31] = 127.0f;
+  x.f32()[128] = -0.0f;
+  for (int j = 0; j < 32; ++j) x.f32()[160 + j] *= 1e-6f;                          // a tiny block: subnormal fp16 d
+  std::vector<int8_t> qa(9 * 32), qb(9 * 32);
+  std::vector<float> da(18), db(18);
+  cpu::q8_quantize_portable(x.f32(), 9, qa.data(), da.data());
+  cpu::q8_quantize_avx2(x.f32(), 9, qb.data(), db.data());
+  EXPECT_EQ(qa, qb);
+  EXPECT_EQ(std::memcmp(da.data(), db.data(), da.size() * 4), 0);
+}

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -12,21 +13,32 @@
 
 namespace lmscope::cpu {
 
+void q8_quantize_portable(const float* x, int64_t blocks, int8_t* q, float* ds) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint16_t d_h, s_h;
+    q8::quantize_block(x + b * q8::kBlock, q + b * q8::kBlock, &d_h, &s_h);
+    ds[2 * b] = f16_to_f32(d_h);
+    ds[2 * b + 1] = f16_to_f32(s_h);
+  }
+}
+
+namespace {
+const char* chosen_name();
+}
+
 void quantize_rows_q8(const float* x, int64_t N, int64_t I, Q8Rows& out) {
   if (I % q8::kBlock != 0) throw std::logic_error("quantize_rows_q8: " + std::to_string(I) + " columns, not blocks of 32");
-  const int64_t nb = I / q8::kBlock;
+  const int64_t nb = I / q8::kBlock, total = N * nb;
   out.rows = N;
   out.cols = I;
   out.q.resize(size_t(N * I));
-  out.ds.resize(size_t(2 * N * nb));
-  const int64_t total = N * nb;
-#pragma omp parallel for if (total >= 4096)
-  for (int64_t b = 0; b < total; ++b) {
-    uint16_t d_h, s_h;
-    q8::quantize_block(x + b * q8::kBlock, out.q.data() + b * q8::kBlock, &d_h, &s_h);
-    out.ds[size_t(2 * b)] = f16_to_f32(d_h);
-    out.ds[size_t(2 * b + 1)] = f16_to_f32(s_h);
-  }
+  out.ds.resize(size_t(2 * total));
+  static const bool simd = std::strcmp(chosen_name(), "portable") != 0;
+  const auto run = simd ? q8_quantize_avx2 : q8_quantize_portable;
+  int8_t* q = out.q.data();
+  float* ds = out.ds.data();
+  if (total < 512) return run(x, total, q, ds);   // a decode row: not worth waking the threads
+  over_outputs(total, [&](int64_t b0, int64_t b1) { run(x + b0 * q8::kBlock, b1 - b0, q + b0 * q8::kBlock, ds + 2 * b0); });
 }
 
 // ---- portable: the formulas of kernels/q8_activations.cuh one lane at a time ---------------
@@ -105,6 +117,9 @@ void check_shapes(const Q8Rows& x, const QuantBlocks& W) {
 }  // namespace
 
 const char* q8_matmul_kernel() { return chosen().name; }
+namespace {
+const char* chosen_name() { return chosen().name; }
+}  // namespace
 
 void q8_matmul(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias) {
   check_shapes(x, W);

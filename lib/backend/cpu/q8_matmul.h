@@ -33,9 +33,13 @@ struct Q8Rows {
   int64_t blocks() const { return cols / 32; }
 };
 
-// x [N, I] row-major -> out (resized). q8::quantize_block on every block; splits the rows over
-// the OpenMP threads when there are many.
+// x [N, I] row-major -> out (resized). q8::quantize_block on every block (the AVX2 version
+// unless the portable kernel was chosen); splits the blocks over the OpenMP threads when there
+// are many.
 void quantize_rows_q8(const float* x, int64_t N, int64_t I, Q8Rows& out);
+// `blocks` blocks of 32 from x: codes into q, (d, s) pairs into ds. One thread.
+void q8_quantize_portable(const float* x, int64_t blocks, int8_t* q, float* ds);
+void q8_quantize_avx2(const float* x, int64_t blocks, int8_t* q, float* ds);   // q8_avx2_available()
 
 // out [N,O] (N = x.rows), bias [O] or null. Splits the O outputs over the OpenMP threads.
 void q8_matmul(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias);

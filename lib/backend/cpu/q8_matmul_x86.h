@@ -19,6 +19,7 @@
 
 #include "backend/cpu/avx2.h"   // hsum: ggml's hsum_float_8 order
 #include "backend/cpu/q8_matmul.h"
+#include "kernels/q8_activations.cuh"
 #include "kernels/quant_blocks.cuh"
 
 namespace lmscope::cpu {
@@ -48,6 +49,39 @@ LMSCOPE_Q8_TARGET inline __m256i dot4(__m256i u, __m256i s) {
 #else
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));   // pairs < 2^15
 #endif
+}
+
+// Blocks of x quantized as q8::quantize_block does (kernels/q8_activations.cuh), 32 at a
+// time in vectors as llama.cpp's quantize_row_q8_0/_1 do: round half to even by
+// _mm256_round_ps, the scales through the F16C conversion (round to nearest even). The max
+// of |x| is exact in any order, so the results are the portable ones bit for bit.
+[[maybe_unused]] LMSCOPE_Q8_TARGET void quantize_blocks(const float* x, int64_t blocks, int8_t* q, float* ds) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* xb = x + b * 32;
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int k = 0; k < 4; ++k) v[k] = _mm256_loadu_ps(xb + 8 * k), amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
+    __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(amax, 1), _mm256_castps256_ps128(amax));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float m = _mm_cvtss_f32(m4);
+    const float d = q8::block_scale(m);
+    const __m256 id = _mm256_set1_ps(q8::block_inverse_scale(m));
+    __m256i c[4];
+    for (int k = 0; k < 4; ++k)
+      c[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m256i sum8 = _mm256_add_epi32(_mm256_add_epi32(c[0], c[1]), _mm256_add_epi32(c[2], c[3]));
+    __m128i sum4 = _mm_add_epi32(_mm256_castsi256_si128(sum8), _mm256_extracti128_si256(sum8, 1));
+    sum4 = _mm_add_epi32(sum4, _mm_unpackhi_epi64(sum4, sum4));
+    sum4 = _mm_add_epi32(sum4, _mm_shuffle_epi32(sum4, 1));
+    // int32 -> int8 in element order: the packs work per 128-bit half, the permute restores it
+    const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(c[0], c[1]), _mm256_packs_epi32(c[2], c[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * 32),
+                        _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    ds[2 * b] = _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+    ds[2 * b + 1] = _cvtsh_ss(_cvtss_sh(d * float(_mm_cvtsi128_si32(sum4)), _MM_FROUND_TO_NEAREST_INT));
+  }
 }
 
 // Outputs [o0, o1) of rows [n0, n0 + R), two outputs (o, p) at a time so that their scales
