@@ -84,75 +84,94 @@ LMSCOPE_Q8_TARGET inline __m256i dot4(__m256i u, __m256i s) {
   }
 }
 
-// Outputs [o0, o1) of rows [n0, n0 + R), two outputs (o, p) at a time so that their scales
-// share the vector work: one conversion gives [d_o, m_o, d_p, m_p] (a Q8_0 block has codes
-// where m would be: those lanes go unused), and one FMA with the row's [d_a, s_a, d_a, s_a]
-// gives both combined scales d_w * d_a (lanes 0, 2: the addend there is kept +0, so they are
-// the rounded products) and both Q4_1 sums fma(m, s_a, summs) (lanes 1, 3). An odd last output
-// pairs with itself and is written once.
-template <bool Q4_1, int R>
+// Outputs [o0, o1) of rows [n0, n0 + R), P outputs at a time (P/2 pairs; more outputs in
+// flight hide the latency of each one's FMA chain, which the fixed summation order forbids
+// splitting). A pair's scales share the vector work: one conversion gives
+// [d_o, m_o, d_p, m_p] (a Q8_0 block has codes where m would be: those lanes go unused), one
+// product with the row's [d_a, s_a, d_a, s_a] gives both combined scales d_w * d_a (lanes 0,
+// 2), and one FMA both Q4_1 sums fma(m, s_a, summs) (lanes 1, 3; lanes 0, 2 unused). Outputs
+// past o1 repeat the last one and are not written.
+template <bool Q4_1, int R, int P>
 LMSCOPE_Q8_TARGET void tile(float* out, const Rows& x, int64_t n0, const QuantBlocks& W, const float* bias,
                             int64_t o0, int64_t o1) {
+  static_assert(P % 2 == 0, "outputs go in pairs");
   const int64_t O = W.rows, I = W.cols, nb = I / 32;
   const size_t bb = W.block_bytes(), rb = W.row_bytes();
   const int8_t* qa = x.q + n0 * I;
   const float* ds = x.ds + 2 * n0 * nb;
   const __m256i lane2 = _mm256_set1_epi32(2);
-  for (int64_t o = o0; o < o1; o += 2) {
-    const int64_t p = std::min(o + 1, o1 - 1);
-    const uint8_t* row_o = W.data + o * rb;
-    const uint8_t* row_p = W.data + p * rb;
-    __m256 acc_o[R], acc_p[R];
-    __m128 summs[R];   // lanes 1, 3: output o's and p's sum of m * s; lanes 0, 2 stay +0
-    for (int r = 0; r < R; ++r) acc_o[r] = acc_p[r] = _mm256_setzero_ps(), summs[r] = _mm_setzero_ps();
+  for (int64_t o = o0; o < o1; o += P) {
+    int64_t idx[P];
+    const uint8_t* rows[P];
+    for (int i = 0; i < P; ++i) idx[i] = std::min(o + i, o1 - 1), rows[i] = W.data + idx[i] * rb;
+    __m256 acc[P][R];
+    __m128 summs[P / 2][R];   // pair j: lanes 1, 3 hold its outputs' sums of m * s
+    for (int r = 0; r < R; ++r) {
+      for (int i = 0; i < P; ++i) acc[i][r] = _mm256_setzero_ps();
+      for (int j = 0; j < P / 2; ++j) summs[j][r] = _mm_setzero_ps();
+    }
+    // The P rows interleave P streams, which the hardware prefetcher follows poorly (the q8
+    // decode ran at half the f32 kernel's bytes per second without this): each block step
+    // asks for its share of the group two groups ahead (P rows are contiguous).
+    // (Addresses as integers: past the matrix's end they are only hints, never pointers.)
+    const uintptr_t ahead = reinterpret_cast<uintptr_t>(W.data) + uintptr_t((o + 2 * P) * int64_t(rb));
+    const int64_t lines = int64_t(P * bb + 63) / 64;
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* blk_o = row_o + b * bb;
-      const uint8_t* blk_p = row_p + b * bb;
-      const __m256i w_o = weight_codes<Q4_1>(blk_o), w_p = weight_codes<Q4_1>(blk_p);
-      const __m256i u_o = Q4_1 ? w_o : _mm256_sign_epi8(w_o, w_o), u_p = Q4_1 ? w_p : _mm256_sign_epi8(w_p, w_p);
-      const __m128 scales = _mm_cvtph_ps(
-          _mm_insert_epi32(_mm_cvtsi32_si128(int(quant::load_u32(blk_o))), int(quant::load_u32(blk_p)), 1));
+      for (int64_t l = 0; l < lines; ++l)
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + uintptr_t((b * lines + l) * 64)), _MM_HINT_T0);
+      __m256i w[P], u[P];
+      __m128 scales[P / 2];
+      for (int i = 0; i < P; ++i) {
+        w[i] = weight_codes<Q4_1>(rows[i] + b * bb);
+        u[i] = Q4_1 ? w[i] : _mm256_sign_epi8(w[i], w[i]);
+      }
+      for (int j = 0; j < P / 2; ++j)
+        scales[j] = _mm_cvtph_ps(_mm_insert_epi32(_mm_cvtsi32_si128(int(quant::load_u32(rows[2 * j] + b * bb))),
+                                                  int(quant::load_u32(rows[2 * j + 1] + b * bb)), 1));
       for (int r = 0; r < R; ++r) {
         const __m128 das = _mm_castpd_ps(_mm_loaddup_pd(reinterpret_cast<const double*>(ds + 2 * (r * nb + b))));
-        __m128 t;
-        if (Q4_1) {
-          t = _mm_fmadd_ps(scales, das, summs[r]);
-          summs[r] = _mm_blend_ps(_mm_setzero_ps(), t, 0b1010);
-        } else {
-          t = _mm_mul_ps(scales, das);
-        }
-        const __m256 dd_o = _mm256_broadcastss_ps(t);
-        const __m256 dd_p = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(t), lane2);
         const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qa + r * I + b * 32));
-        const __m256i isum_o = dot4(u_o, Q4_1 ? a : _mm256_sign_epi8(a, w_o));
-        const __m256i isum_p = dot4(u_p, Q4_1 ? a : _mm256_sign_epi8(a, w_p));
-        acc_o[r] = _mm256_fmadd_ps(dd_o, _mm256_cvtepi32_ps(isum_o), acc_o[r]);
-        acc_p[r] = _mm256_fmadd_ps(dd_p, _mm256_cvtepi32_ps(isum_p), acc_p[r]);
+        for (int j = 0; j < P / 2; ++j) {
+          const __m128 dd = _mm_mul_ps(scales[j], das);
+          if (Q4_1) summs[j][r] = _mm_fmadd_ps(scales[j], das, summs[j][r]);
+          const __m256 dd_o = _mm256_broadcastss_ps(dd);
+          const __m256 dd_p = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), lane2);
+          const int i = 2 * j;
+          const __m256i isum_o = dot4(u[i], Q4_1 ? a : _mm256_sign_epi8(a, w[i]));
+          const __m256i isum_p = dot4(u[i + 1], Q4_1 ? a : _mm256_sign_epi8(a, w[i + 1]));
+          acc[i][r] = _mm256_fmadd_ps(dd_o, _mm256_cvtepi32_ps(isum_o), acc[i][r]);
+          acc[i + 1][r] = _mm256_fmadd_ps(dd_p, _mm256_cvtepi32_ps(isum_p), acc[i + 1][r]);
+        }
       }
     }
     for (int r = 0; r < R; ++r) {
-      alignas(16) float sm[4];
-      _mm_store_ps(sm, summs[r]);
       float* y = out + (n0 + r) * O;
-      y[o] = (Q4_1 ? hsum(acc_o[r]) + sm[1] : hsum(acc_o[r])) + (bias ? bias[o] : 0.0f);
-      if (p != o) y[p] = (Q4_1 ? hsum(acc_p[r]) + sm[3] : hsum(acc_p[r])) + (bias ? bias[p] : 0.0f);
+      for (int i = 0; i < P; ++i) {
+        if (i > 0 && idx[i] == idx[i - 1]) break;
+        alignas(16) float sm[4];
+        _mm_store_ps(sm, summs[i / 2][r]);
+        const float v = Q4_1 ? hsum(acc[i][r]) + sm[1 + 2 * (i % 2)] : hsum(acc[i][r]);
+        y[idx[i]] = v + (bias ? bias[idx[i]] : 0.0f);
+      }
     }
   }
 }
 
+// Four outputs in flight for one or two rows (decode), two for more (registers: each output
+// keeps R accumulators).
 static_assert(kQ8TileRows == 8, "tile_n instantiates R = 1..8");
 template <bool Q4_1>
 LMSCOPE_Q8_TARGET void tile_n(int R, float* out, const Rows& x, int64_t n0, const QuantBlocks& W, const float* bias,
                               int64_t o0, int64_t o1) {
   switch (R) {
-    case 1: return tile<Q4_1, 1>(out, x, n0, W, bias, o0, o1);
-    case 2: return tile<Q4_1, 2>(out, x, n0, W, bias, o0, o1);
-    case 3: return tile<Q4_1, 3>(out, x, n0, W, bias, o0, o1);
-    case 4: return tile<Q4_1, 4>(out, x, n0, W, bias, o0, o1);
-    case 5: return tile<Q4_1, 5>(out, x, n0, W, bias, o0, o1);
-    case 6: return tile<Q4_1, 6>(out, x, n0, W, bias, o0, o1);
-    case 7: return tile<Q4_1, 7>(out, x, n0, W, bias, o0, o1);
-    default: return tile<Q4_1, 8>(out, x, n0, W, bias, o0, o1);
+    case 1: return tile<Q4_1, 1, 4>(out, x, n0, W, bias, o0, o1);
+    case 2: return tile<Q4_1, 2, 4>(out, x, n0, W, bias, o0, o1);
+    case 3: return tile<Q4_1, 3, 2>(out, x, n0, W, bias, o0, o1);
+    case 4: return tile<Q4_1, 4, 2>(out, x, n0, W, bias, o0, o1);
+    case 5: return tile<Q4_1, 5, 2>(out, x, n0, W, bias, o0, o1);
+    case 6: return tile<Q4_1, 6, 2>(out, x, n0, W, bias, o0, o1);
+    case 7: return tile<Q4_1, 7, 2>(out, x, n0, W, bias, o0, o1);
+    default: return tile<Q4_1, 8, 2>(out, x, n0, W, bias, o0, o1);
   }
 }
 
