@@ -274,3 +274,19 @@ TEST(Q8Quantize, Avx2QuantizerMatchesThePortableOneBitForBit) {
   EXPECT_EQ(qa, qb);
   EXPECT_EQ(std::memcmp(da.data(), db.data(), da.size() * 4), 0);
 }
+
+TEST(Q8Matmul, MakeBackendTakesTheMode) {
+  EXPECT_EQ(make_backend("cpu", "f32", "q8")->name(), "cpu");
+  EXPECT_EQ(make_backend("auto", "f32", "q8")->name(), "cpu");   // q8 is the cpu backend's mode
+  auto message = [](auto&& make) -> std::string {
+    try {
+      make();
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_EQ(message([] { make_backend("cpu", "f32", "q4"); }), "--cpu-activations: unknown 'q4' (f32, q8)");
+  EXPECT_EQ(message([] { make_backend("cuda", "f32", "q8"); }),
+            "--cpu-activations q8: a cpu backend mode; use --backend cpu");
+}

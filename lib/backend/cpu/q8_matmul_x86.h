@@ -34,10 +34,9 @@ struct Rows {
 
 template <bool Q4_1>
 LMSCOPE_Q8_TARGET inline __m256i weight_codes(const uint8_t* blk) {
-  if (Q4_1) {
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 4));
-    const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(bytes), _mm_srli_epi16(bytes, 4), 1);
-    return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+  if (Q4_1) {   // the 16 bytes in both halves, the upper half shifted by 4: high nibbles there
+    const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 4)));
+    return _mm256_and_si256(_mm256_srlv_epi64(both, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0F));
   }
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
 }
@@ -115,7 +114,7 @@ LMSCOPE_Q8_TARGET void tile(float* out, const Rows& x, int64_t n0, const QuantBl
     // asks for its share of the group two groups ahead (P rows are contiguous).
     // (Addresses as integers: past the matrix's end they are only hints, never pointers.)
     const uintptr_t ahead = reinterpret_cast<uintptr_t>(W.data) + uintptr_t((o + 2 * P) * int64_t(rb));
-    const int64_t lines = int64_t(P * bb + 63) / 64;
+    constexpr int64_t lines = (P * (Q4_1 ? 20 : 34) + 63) / 64;   // a group's bytes per block step
     for (int64_t b = 0; b < nb; ++b) {
       for (int64_t l = 0; l < lines; ++l)
         _mm_prefetch(reinterpret_cast<const char*>(ahead + uintptr_t((b * lines + l) * 64)), _MM_HINT_T0);
