@@ -25,6 +25,8 @@
 //                               (the compiler contracts `summs += m * s` into vfmadd231ss:
 //                               checked in the built libggml-cpu.so), result = sum + summs
 // The integer sums are exact whatever instructions form them (|4 products| < 2^16).
+// Not reproduced: non-finite activations (llama.cpp's vector max lets a NaN through or not
+// depending on its lane; here fmaxf drops it).
 #pragma once
 #include <cmath>
 #include <cstdint>
