@@ -26,8 +26,17 @@ import re
 import sys
 import types
 
+try:
+    import h5py
+    import numpy as np
+except ImportError as e:
+    sys.exit(f"llamacpp_logits: {e} (it needs numpy and h5py; scripts/setup.sh installs them for /usr/bin/python3)")
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD_SCRIPT = ROOT / "scripts" / "build-llamacpp.sh"
+
+
+GGML_LOG_LEVEL_ERROR = 4   # ggml.h's enum ggml_log_level
 
 
 class Failure(Exception):
@@ -52,7 +61,7 @@ def llama_dir():
 
 def load_bindings(d):
     """The sdist's llama_cpp/llama_cpp.py (ctypes), without the package's __init__, which
-    imports the high-level API and its dependencies (numpy, jinja2, diskcache) that the
+    imports the high-level API and its dependencies (jinja2, diskcache) that the
     low-level bindings do not need."""
     os.environ["LLAMA_CPP_LIB_PATH"] = str(d / "build" / "bin")   # llama_cpp.py reads it on import
     try:
@@ -98,14 +107,14 @@ class Llama:
     def __init__(self, ll, gguf, n_ctx, n_batch, threads):
         self.ll = ll
         self.log = []
-        self._cb = ll.llama_log_callback(lambda level, text, _: self.log.append(text.decode(errors="replace")))
+        self._cb = ll.llama_log_callback(lambda level, text, _: self.log.append((level, text.decode(errors="replace"))))
         ll.llama_log_set(self._cb, ctypes.c_void_p(0))
         ll.llama_backend_init()
         mp = ll.llama_model_default_params()
         mp.n_gpu_layers = 0
         self.model = ll.llama_model_load_from_file(str(gguf).encode(), mp)
         if not self.model:
-            raise Failure(f"{gguf}: llama.cpp cannot load it: {self.last_log()}")
+            raise Failure(f"{gguf}: llama.cpp cannot load it: {self.first_error()}")
         cp = ll.llama_context_default_params()
         cp.n_ctx = n_ctx
         cp.n_batch = cp.n_ubatch = n_batch   # the whole prompt in one ubatch: one prefill
@@ -116,18 +125,20 @@ class Llama:
         cp.offload_kqv = False
         self.ctx = ll.llama_init_from_model(self.model, cp)
         if not self.ctx:
-            raise Failure(f"{gguf}: llama.cpp cannot make a context: {self.last_log()}")
+            raise Failure(f"{gguf}: llama.cpp cannot make a context: {self.first_error()}")
         self.n_vocab = ll.llama_vocab_n_tokens(ll.llama_model_get_vocab(self.model))
-        self.settings = dict(n_ctx=n_ctx, n_batch=n_batch, n_ubatch=n_batch, n_threads=threads,
+        # n_ctx as the context has it (llama.cpp rounds it up to a multiple of 256)
+        self.settings = dict(n_ctx=ll.llama_n_ctx(self.ctx), n_batch=n_batch, n_ubatch=n_batch, n_threads=threads,
                              type_k="f32", type_v="f32", flash_attn="disabled", n_gpu_layers=0)
 
-    def last_log(self):
-        lines = [l.strip() for l in "".join(self.log).splitlines() if l.strip()]
-        return lines[-1] if lines else "(no message)"
+    def first_error(self):
+        """llama.cpp's first error message: the cause ('invalid magic characters'); the later
+        ones only say that loading failed."""
+        errors = [t.strip() for level, t in self.log if level == GGML_LOG_LEVEL_ERROR and t.strip()]
+        return errors[0] if errors else "(llama.cpp logged no error)"
 
     def decode(self, ids, pos0, all_logits):
         """Feeds ids at positions pos0.. (sequence 0); returns their logits rows (all, or last)."""
-        import numpy as np
         ll, n = self.ll, len(ids)
         batch = ll.llama_batch_init(n, 0, 1)
         try:
@@ -140,7 +151,7 @@ class Llama:
                 batch.logits[i] = 1 if (all_logits or i == n - 1) else 0
             rc = ll.llama_decode(self.ctx, batch)
             if rc != 0:
-                raise Failure(f"llama_decode returned {rc}: {self.last_log()}")
+                raise Failure(f"llama_decode returned {rc}: {self.first_error()}")
             rows = range(n) if all_logits else [n - 1]
             out = np.empty((len(rows), self.n_vocab), dtype=np.float32)
             for r, i in enumerate(rows):
@@ -170,8 +181,6 @@ def run(args):
     if args.where:
         print(d)
         return
-    import h5py
-    import numpy as np
     gguf = pathlib.Path(args.gguf)
     if not gguf.is_file():
         raise Failure(f"{gguf}: no such file")
@@ -194,9 +203,17 @@ def run(args):
         system_info = ll.llama_print_system_info().decode(errors="replace")
     finally:
         m.close()
+    tmp = pathlib.Path(args.out + ".partial")
+    try:
+        write(tmp, ids, prompt, dec_ids, dec_rows, settings, system_info, gguf, d, args.decode)
+        os.replace(tmp, args.out)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write(tmp, ids, prompt, dec_ids, dec_rows, settings, system_info, gguf, d, decode_steps):
     V = prompt.shape[1]
     gz = dict(compression="gzip", compression_opts=9, shuffle=True)
-    tmp = pathlib.Path(args.out + ".partial")
     with h5py.File(tmp, "w") as f:
         f.create_dataset("input_ids", data=np.asarray(ids, np.int32))
         f.create_dataset("prompt_logits", data=prompt, chunks=(1, V), **gz)
@@ -214,13 +231,18 @@ def run(args):
         a["gguf_sha256"] = sha256(gguf)
         for k, v in settings.items():
             a["llama_" + k] = v
-        a["decode_steps"] = args.decode
+        a["decode_steps"] = decode_steps
         a["decode_rule"] = "greedy (argmax of llama.cpp's own logits), one token per llama_decode"
-    os.replace(tmp, args.out)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):   # one line and exit 1, as every other failure (argparse: usage + 2)
+        print(f"llamacpp_logits: {message}", file=sys.stderr)
+        sys.exit(1)
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--gguf", help="the model")
     p.add_argument("--ids", help="prompt token ids, comma-separated")
     p.add_argument("--decode", type=int, default=0, help="greedy steps after the prompt, one token each (default 0)")

@@ -15,6 +15,7 @@
 #include "model/decoder.h"
 #include "model/kv_cache.h"
 #include "model/load_model.h"
+#include "trace/trace_reader.h"
 
 namespace lmscope::llamacpp {
 
@@ -73,6 +74,21 @@ inline Logits run_ours(const LoadedModel& m, Backend& backend, const Reference& 
     l = dec.forward({b.ids_tensor(from), b.position_ids(from), b.mask_tensor()}, &cache, nullptr,
                     LogitsFor::LastPosition);
     out.rows.insert(out.rows.end(), l.f32(), l.f32() + l.numel());
+  }
+  return out;
+}
+
+// The logits of an lmscope-trace run with `--hooks logits`, its first `steps` steps: the
+// prefill's [1,T,V], then [1,1,V] per decode step.
+inline Logits trace_logits(const std::string& path, int steps) {
+  TraceReader t(path);
+  if (t.n_steps() < steps) throw std::runtime_error(path + ": fewer steps than " + std::to_string(steps));
+  Logits out;
+  for (int s = 0; s < steps; ++s) {
+    const HookData h = t.read(s, "logits");
+    out.vocab = h.shape.back();
+    if (s == 0) out.prompt_rows = h.shape[1];
+    out.rows.insert(out.rows.end(), h.values.begin(), h.values.end());
   }
   return out;
 }
