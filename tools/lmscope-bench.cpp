@@ -32,6 +32,8 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/block_matmul.h"
+#include "backend/cpu/over_rows.h"
+#include "backend/cpu/q8_matmul.h"
 #if LMSCOPE_WITH_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
@@ -188,16 +190,33 @@ nlohmann::json kernels_bench(const std::string& path, int repeats) {
   std::vector<std::pair<std::string, Kernel>> kernels = {{"portable", cpu::block_matmul_portable}};
   if (cpu::block_matmul_simd_available()) kernels.push_back({"avx2", cpu::block_matmul_avx2});
   if (cpu::block_matmul_avx512_available()) kernels.push_back({"avx512", cpu::block_matmul_avx512});
+  // --cpu-activations q8's implementations: each matrix's input row quantized, then the
+  // integer products (q8_matmul.h), as the backend runs them.
+  std::vector<std::pair<std::string, cpu::Q8Outputs>> q8_kernels = {{"q8-portable", cpu::q8_outputs_portable}};
+  if (cpu::q8_avx2_available()) q8_kernels.push_back({"q8-avx2", cpu::q8_outputs_avx2});
+  if (cpu::q8_avx512_available()) q8_kernels.push_back({"q8-avx512", cpu::q8_outputs_avx512});
+  cpu::Q8Rows q8;
   std::map<std::string, std::vector<double>> runs;
-  for (int r = 0; r <= repeats; ++r)   // pass 0 warms up
+  for (int r = 0; r <= repeats; ++r) {   // pass 0 warms up
     for (const auto& [name, run] : kernels) {
       const auto t0 = clock::now();
       for (const QuantBlocks* q : mats) run(out.data(), x.data(), *q, nullptr, 1);
       const double s = std::chrono::duration<double>(clock::now() - t0).count();
       if (r > 0) runs[name].push_back(s);
     }
-  std::printf("%zu block matrices, %.1f MB of blocks per pass; block_matmul runs %s\n", mats.size(), bytes / 1e6,
-              cpu::block_matmul_kernel());
+    for (const auto& [name, run] : q8_kernels) {
+      const auto t0 = clock::now();
+      for (const QuantBlocks* q : mats) {
+        cpu::quantize_rows_q8(x.data(), 1, q->cols, q8);
+        cpu::over_outputs(q->rows, [&](int64_t o0, int64_t o1) { run(out.data(), q8, *q, nullptr, o0, o1); });
+      }
+      const double s = std::chrono::duration<double>(clock::now() - t0).count();
+      if (r > 0) runs[name].push_back(s);
+    }
+  }
+  for (const auto& k : q8_kernels) kernels.push_back({k.first, nullptr});
+  std::printf("%zu block matrices, %.1f MB of blocks per pass; block_matmul runs %s, q8_matmul %s\n", mats.size(),
+              bytes / 1e6, cpu::block_matmul_kernel(), cpu::q8_matmul_kernel());
   nlohmann::json report = {{"model", path}, {"matrices", mats.size()}, {"block_bytes", bytes},
                            {"chosen", cpu::block_matmul_kernel()}};
   for (const auto& [name, run] : kernels) {
@@ -214,7 +233,7 @@ int main(int argc, char** argv) {
   CLI::App app{"lmscope-bench: tokens/s with no trace, an empty trace, and every hook to HDF5"};
   std::string model = "synthetic:tiny", backend_name = "cpu", configs = "none,empty,all", json_out;
   int prompt_len = 64, decode = 32, repeats = 3, batch = 1;
-  std::string dtype = "f32", loop = "generate";
+  std::string dtype = "f32", loop = "generate", cpu_activations = "f32";
   bool roofline = false, dequant = false, kernels = false;
   app.add_option("--model", model, "synthetic:tiny, synthetic:smollm2, synthetic:deepseek-r1-1.5b, a model directory or a .gguf file")
       ->capture_default_str();
@@ -225,6 +244,9 @@ int main(int argc, char** argv) {
   app.add_option("--configs", configs, "which of none,empty,all")->capture_default_str();
   app.add_option("--backend", backend_name, "cpu, cuda or auto")->capture_default_str();
   app.add_option("--dtype", dtype, "f32, or bf16 (cuda)")->capture_default_str();
+  app.add_option("--cpu-activations", cpu_activations,
+                 "cpu: f32 (exact), or q8 (llama.cpp's int8 activations before each block-quantized matmul)")
+      ->capture_default_str();
   app.add_flag("--roofline", roofline, "decode against the memory roofline (bytes per step / copy bandwidth)");
   app.add_option("--loop", loop,
                  "generate: the full generation loop (host sampler and its audit); forward: forward + greedy "
@@ -252,7 +274,7 @@ int main(int argc, char** argv) {
       if (!json_out.empty()) std::ofstream(json_out) << report.dump(2) << "\n";
       return 0;
     }
-    auto backend = make_backend(backend_name, dtype);   // first: no device fails before the weights are made
+    auto backend = make_backend(backend_name, dtype, cpu_activations);   // first: no device fails before the weights are made
     ModelConfig cfg;
     Weights w;
     if (model == "synthetic:tiny") {
@@ -285,7 +307,7 @@ int main(int argc, char** argv) {
 
     nlohmann::json report = {{"model", model},        {"batch", batch},   {"prompt_len", prompt_len}, {"loop", loop},
                              {"decode", decode},      {"backend", backend->name()},
-                             {"dtype", backend->compute_dtype()}};
+                             {"dtype", backend->compute_dtype()}, {"cpu_activations", cpu_activations}};
     std::vector<std::string> names = split_list(configs);
     for (const std::string& which : names)
       if (which != "none" && which != "empty" && which != "all")

@@ -25,7 +25,7 @@
 namespace lmscope::cli {
 
 struct ModelArgs {
-  std::string model, backend = "cpu", dtype = "f32";
+  std::string model, backend = "cpu", dtype = "f32", cpu_activations = "f32";
   std::vector<std::string> prompt_ids, prompts;
   bool chat = false;
   std::string chat_format = "template";
@@ -42,6 +42,9 @@ struct ModelArgs {
     app.add_option("--pad-id", pad_override, "pad token id (default: generation_config/config, else eos)");
     app.add_option("--backend", backend, "cpu, cuda or auto (cuda when a device is usable)")->capture_default_str();
     app.add_option("--dtype", dtype, "compute dtype: f32, or bf16 (cuda)")->capture_default_str();
+    app.add_option("--cpu-activations", cpu_activations,
+                   "cpu: f32 (exact), or q8 (int8 activations before each GGUF-block matmul, llama.cpp's numbers)")
+        ->capture_default_str();
   }
 };
 
@@ -75,7 +78,7 @@ inline std::optional<tok::Tokenizer> load_tool_tokenizer(const std::string& mode
 // the prompts; `cmd` is the command line the traces record. The experiment tests call it too.
 inline void load_tool_model_into(ToolModel& m, const ModelArgs& a, const std::string& cmd, bool need_prompts = true) {
   m.loaded = load_model(a.model);
-  m.backend = make_backend(a.backend, a.dtype);
+  m.backend = make_backend(a.backend, a.dtype, a.cpu_activations);
   m.decoder = std::make_unique<Decoder>(m.loaded.cfg, m.loaded.weights, *m.backend);
   m.special = resolve_special_tokens(m.loaded.cfg, a.model);
   if (a.pad_override >= 0) m.special.pad_id = a.pad_override;

@@ -69,6 +69,18 @@ class Backend {
   virtual void linear_group(const Tensor& x, std::initializer_list<LinearJob> jobs) {
     for (const LinearJob& j : jobs) linear(*j.out, x, *j.W, *j.bias);
   }
+  // A backend that quantizes a matmul's input rows before multiplying them by W (CPU
+  // --cpu-activations q8, W held as GGUF blocks) shows what it rounded, for the quant.*.q8
+  // hooks: codes (x's shape, the int8 codes as float32) and scales ([..., I/32], each block's
+  // fp16 scale as float32), by the very function its matmul uses; true then. false, nothing
+  // written, for every other backend or weight.
+  virtual bool quantize_activations_for_hook(const Tensor& x, const Tensor& W, Tensor& codes, Tensor& scales) {
+    (void)x;
+    (void)W;
+    (void)codes;
+    (void)scales;
+    return false;
+  }
   // out[b,h,t,:] = x[b,t,h*hd:(h+1)*hd]      out [B,Hx,T,hd], x [B,T,Hx*hd]
   virtual void split_heads(Tensor& out, const Tensor& x) = 0;
   // rotate_half RoPE                          out, x [B,Hx,T,hd], cos, sin [B,T,hd]
@@ -95,6 +107,8 @@ class Backend {
 // "cpu" (always), "cuda" (when built with CUDA and a device is usable), "auto" (cuda when
 // usable, else cpu). dtype: "f32" (every backend) or "bf16" (cuda). Errors are one line:
 // no usable device suggests --backend cpu.
-std::unique_ptr<Backend> make_backend(const std::string& name, const std::string& dtype = "f32");
+// cpu_activations: "f32" (every backend), or "q8" (cpu: CpuActivations::Q8, cpu_backend.h).
+std::unique_ptr<Backend> make_backend(const std::string& name, const std::string& dtype = "f32",
+                                      const std::string& cpu_activations = "f32");
 
 }  // namespace lmscope

@@ -59,6 +59,17 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     if (trace && trace->wants(h, layer)) hooked.push(h, layer, t);
   };
   auto wants = [&](Hook h, int layer) { return trace && trace->wants(h, layer); };
+  // quant.<hook>.q8 / .q8_scale: what a backend that quantizes activations (CPU
+  // --cpu-activations q8) rounded `x` to before its matmul by W; nothing when none is asked for
+  // or the backend does not quantize. `shape` is the hooked tensor's (x may be its flat view).
+  auto quant_hooks = [&](Hook codes_hook, Hook scale_hook, int layer, const Tensor& x, const Tensor& W,
+                         const Shape& shape) {
+    if (!wants(codes_hook, layer) && !wants(scale_hook, layer)) return;
+    Tensor codes, scales;
+    if (!be.quantize_activations_for_hook(x, W, codes, scales)) return;
+    hook(codes_hook, layer, codes.reshape(shape));
+    hook(scale_hook, layer, scales);
+  };
 
   hook(Hook::TokensInputIds, -1, in.input_ids);
   hook(Hook::TokensAttentionMask, -1, in.attention_mask);
@@ -106,6 +117,7 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     Tensor xn = be.alloc({B, T, D});                         // xn: [B,T,D]
     be.rmsnorm(xn, x, lw.attn_norm, cfg_.rms_norm_eps);
     hook(Hook::AttnNorm, l, xn);
+    quant_hooks(Hook::QuantAttnNormQ8, Hook::QuantAttnNormQ8Scale, l, xn, lw.wq, xn.shape());
 
     Tensor q_flat = be.alloc({B, T, H * hd});                // q_flat: [B,T,H*hd]
     Tensor k_flat = be.alloc({B, T, Hkv * hd});              // k_flat: [B,T,Hkv*hd]
@@ -150,6 +162,7 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     if (scores.defined()) hook(Hook::AttnScores, l, scores);
     if (probs.defined()) hook(Hook::AttnProbs, l, probs);
     hook(Hook::AttnZ, l, z);
+    quant_hooks(Hook::QuantAttnZQ8, Hook::QuantAttnZQ8Scale, l, z.reshape({B, T, H * hd}), lw.wo, z.shape());
 
     Tensor attn_out = be.alloc({B, T, D});                   // attn_out: [B,T,D]
     be.linear(attn_out, z.reshape({B, T, H * hd}), lw.wo, lw.bo);
@@ -162,6 +175,7 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     Tensor hn = be.alloc({B, T, D});                         // hn: [B,T,D]
     be.rmsnorm(hn, resid_mid, lw.ffn_norm, cfg_.rms_norm_eps);
     hook(Hook::FfnNorm, l, hn);
+    quant_hooks(Hook::QuantFfnNormQ8, Hook::QuantFfnNormQ8Scale, l, hn, lw.w_gate, hn.shape());
     Tensor gate = be.alloc({B, T, F});                       // gate: [B,T,F]
     Tensor up = be.alloc({B, T, F});                         // up:   [B,T,F]
     const Tensor no_bias;
@@ -171,6 +185,7 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     Tensor act = be.alloc({B, T, F});                        // act: [B,T,F]
     be.swiglu(act, gate, up);
     hook(Hook::FfnAct, l, act);
+    quant_hooks(Hook::QuantFfnActQ8, Hook::QuantFfnActQ8Scale, l, act, lw.w_down, act.shape());
     Tensor ffn_out = be.alloc({B, T, D});                    // ffn_out: [B,T,D]
     be.linear(ffn_out, act, lw.w_down, Tensor());
     hook(Hook::FfnOut, l, ffn_out);
@@ -186,6 +201,7 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
   Tensor xf = be.alloc({B, T, D});                           // xf: [B,T,D]
   be.rmsnorm(xf, x, w_.final_norm, cfg_.rms_norm_eps);
   hook(Hook::FinalNorm, -1, xf);
+  quant_hooks(Hook::QuantFinalNormQ8, Hook::QuantFinalNormQ8Scale, -1, xf, w_.lm_head, xf.shape());
 
   // The head is the largest matmul of a decode step's prefill; generation needs only the
   // last column, unless the logits hook asks for every position.

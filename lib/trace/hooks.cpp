@@ -68,6 +68,16 @@ const std::vector<HookInfo> kHooks = {
     {Hook::QuantUpProjSaturated, "quant.layers.{L}.up_proj.saturated", "B,T", true},
     {Hook::QuantDownProjScale, "quant.layers.{L}.down_proj.scale", "B,T", true},
     {Hook::QuantDownProjSaturated, "quant.layers.{L}.down_proj.saturated", "B,T", true},
+    {Hook::QuantAttnNormQ8, "quant.layers.{L}.attn_norm.q8", "B,T,D", true},
+    {Hook::QuantAttnNormQ8Scale, "quant.layers.{L}.attn_norm.q8_scale", "B,T,blocks", true},
+    {Hook::QuantAttnZQ8, "quant.layers.{L}.attn.z.q8", "B,T,H,hd", true},
+    {Hook::QuantAttnZQ8Scale, "quant.layers.{L}.attn.z.q8_scale", "B,T,blocks", true},
+    {Hook::QuantFfnNormQ8, "quant.layers.{L}.ffn_norm.q8", "B,T,D", true},
+    {Hook::QuantFfnNormQ8Scale, "quant.layers.{L}.ffn_norm.q8_scale", "B,T,blocks", true},
+    {Hook::QuantFfnActQ8, "quant.layers.{L}.ffn.act.q8", "B,T,F", true},
+    {Hook::QuantFfnActQ8Scale, "quant.layers.{L}.ffn.act.q8_scale", "B,T,blocks", true},
+    {Hook::QuantFinalNormQ8, "quant.final_norm.q8", "B,T,D", false},
+    {Hook::QuantFinalNormQ8Scale, "quant.final_norm.q8_scale", "B,T,blocks", false},
 };
 
 // "layers.{L}.attn.q" -> ("layers.", ".attn.q"); "kv.{L}.k" -> ("kv.", ".k")

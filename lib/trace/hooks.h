@@ -27,6 +27,11 @@ enum class Hook : int {
   QuantVProjScale, QuantVProjSaturated, QuantOProjScale, QuantOProjSaturated,
   QuantGateProjScale, QuantGateProjSaturated, QuantUpProjScale, QuantUpProjSaturated,
   QuantDownProjScale, QuantDownProjSaturated,
+  // under a backend that quantizes activations before a block-quantized matmul (CPU
+  // --cpu-activations q8): the int8 codes of the tensor it quantized, and the per-block scales
+  QuantAttnNormQ8, QuantAttnNormQ8Scale, QuantAttnZQ8, QuantAttnZQ8Scale,
+  QuantFfnNormQ8, QuantFfnNormQ8Scale, QuantFfnActQ8, QuantFfnActQ8Scale,
+  QuantFinalNormQ8, QuantFinalNormQ8Scale,
   Count
 };
 

@@ -50,6 +50,8 @@ std::vector<std::string> Trace::never_fired() const {
     const auto& row = fired_[int(info.id)];
     auto fired = [&](int layer) { return int(row.size()) > layer + 1 && row[layer + 1]; };
     if (!info.per_layer) {
+      // quant.* fire only under a backend or scheme that quantizes activations (below).
+      if (int(info.id) >= int(Hook::QuantQProjScale)) continue;
       if (hooks_.enabled(info.id, -1) && !fired(-1)) out.push_back(info.pattern);
       continue;
     }
@@ -57,7 +59,8 @@ std::vector<std::string> Trace::never_fired() const {
   for (const std::string& name : hooks_.enabled_names()) {
     auto p = parse_hook_name(name);
     if (!p || p->layer < 0) continue;
-    // quant.* fire only under lmscope-quant's activation schemes; a plain run lacks nothing.
+    // quant.* fire only under lmscope-quant's activation schemes or --cpu-activations q8; a
+    // plain run lacks nothing.
     if (int(p->id) >= int(Hook::QuantQProjScale)) continue;
     const auto& row = fired_[int(p->id)];
     if (!(int(row.size()) > p->layer + 1 && row[p->layer + 1])) out.push_back(name);

@@ -37,7 +37,7 @@ void check(bool ok, const char* what) {
 // under 1 token/s on 2 cores.
 // LMSCOPE_CPU_BLOCKS=0: decode takes prefill's path for GGUF blocks too (a panel dequantized,
 // then sgemm: the float32 numbers), instead of block_matmul.
-CpuBackend::CpuBackend() {
+CpuBackend::CpuBackend(CpuActivations activations) : activations_(activations) {
   openblas_set_num_threads(1);
   const char* blocks = std::getenv("LMSCOPE_CPU_BLOCKS");
   use_blocks_ = !(blocks && std::strcmp(blocks, "0") == 0);
@@ -96,6 +96,11 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& W, const Ten
   if (blocks) {
     check(blocks->rows == O && blocks->cols == I, "linear: blocks' shape");
     const float* b = bias.defined() && bias.numel() > 0 ? bias.f32() : nullptr;
+    if (quantizes(W)) {   // --cpu-activations q8: int8 rows, integer products (any N)
+      cpu::quantize_rows_q8(X, N, I, q8_);
+      cpu::q8_matmul(Y, q8_, *blocks, b);
+      return;
+    }
     if (decodes_over_blocks(N)) {
       cpu::block_matmul(Y, X, *blocks, b, N);
       return;
@@ -121,17 +126,39 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& W, const Ten
 
 // Decode over blocks for every job: one parallel region for all of them (block_matmul_group);
 // anything else, one linear after another.
+// Under q8 the rows are quantized once for all the jobs, and any N goes this way.
 void CpuBackend::linear_group(const Tensor& x, std::initializer_list<LinearJob> jobs) {
   const int64_t I = x.dim(-1), N = x.numel() / I;
+  const bool q8 = activations_ == CpuActivations::Q8;
   std::vector<cpu::BlockMatmulJob> blocked;
   for (const LinearJob& j : jobs) {
     const QuantBlocks* q = j.W->blocks().get();
-    if (!q || !decodes_over_blocks(N) || q->rows != j.W->dim(0) || q->cols != I || j.W->dim(1) != I ||
+    if (!q || !(q8 || decodes_over_blocks(N)) || q->rows != j.W->dim(0) || q->cols != I || j.W->dim(1) != I ||
         j.out->numel() != N * q->rows)
       return Backend::linear_group(x, jobs);
     blocked.push_back({j.out->f32(), q, j.bias->defined() && j.bias->numel() > 0 ? j.bias->f32() : nullptr});
   }
+  if (q8) {
+    cpu::quantize_rows_q8(x.f32(), N, I, q8_);
+    cpu::q8_matmul_group(q8_, blocked.data(), int(blocked.size()));
+    return;
+  }
   cpu::block_matmul_group(x.f32(), N, blocked.data(), int(blocked.size()));
+}
+
+// The rows as linear quantizes them (quantize_rows_q8), widened to float32 for the trace.
+bool CpuBackend::quantize_activations_for_hook(const Tensor& x, const Tensor& W, Tensor& codes, Tensor& scales) {
+  if (!quantizes(W)) return false;
+  const int64_t I = x.dim(-1), N = x.numel() / I;
+  cpu::Q8Rows rows;
+  cpu::quantize_rows_q8(x.f32(), N, I, rows);
+  codes = Tensor::zeros(x.shape());
+  for (int64_t i = 0; i < N * I; ++i) codes.f32()[i] = float(rows.q[size_t(i)]);
+  Shape scale_shape = x.shape();
+  scale_shape.back() = I / 32;
+  scales = Tensor::zeros(scale_shape);
+  std::copy(rows.d.begin(), rows.d.end(), scales.f32());
+  return true;
 }
 
 void CpuBackend::split_heads(Tensor& out, const Tensor& x) {

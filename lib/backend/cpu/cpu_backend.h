@@ -3,15 +3,23 @@
 // (block_matmul.h), prefill dequantizes a panel of rows at a time and runs sgemm on it
 // (block_prefill.h), the embedding lookup dequantizes the rows it copies.
 // Per-element math comes from kernels/*.cuh, the same functions the CUDA kernels use.
+//
+// CpuActivations::Q8 (--cpu-activations q8) is the fast mode with llama.cpp's numbers: every
+// matmul by a blocks-held weight first quantizes its input rows to int8 per block of 32 and
+// multiplies in integers (q8_matmul.h), decode and prefill alike. Weights held as float32
+// (F32/F16 tensors) still multiply float32 activations.
 #pragma once
 #include "backend/backend.h"
 #include "backend/cpu/block_matmul.h"   // kBlockMatmulMaxRows
+#include "backend/cpu/q8_matmul.h"      // Q8Rows
 
 namespace lmscope {
 
+enum class CpuActivations { F32, Q8 };
+
 class CpuBackend final : public Backend {
  public:
-  CpuBackend();
+  explicit CpuBackend(CpuActivations activations = CpuActivations::F32);
   std::string name() const override { return "cpu"; }
   Tensor alloc(const Shape& shape) override;
   Tensor prepare_weight(const Tensor& host_weight) override;
@@ -31,8 +39,12 @@ class CpuBackend final : public Backend {
   void swiglu(Tensor& out, const Tensor& gate, const Tensor& up) override;
   void add(Tensor& out, const Tensor& a, const Tensor& b) override;
   void select_column(Tensor& out, const Tensor& x, int64_t t) override;
+  bool quantize_activations_for_hook(const Tensor& x, const Tensor& W, Tensor& codes, Tensor& scales) override;
 
  private:
+  CpuActivations activations_ = CpuActivations::F32;
+  cpu::Q8Rows q8_;   // the quantized input rows of the latest q8 matmul (scratch, reused)
+  bool quantizes(const Tensor& W) const { return activations_ == CpuActivations::Q8 && W.blocks(); }
   bool use_blocks_ = true;   // decode by block_matmul.h; LMSCOPE_CPU_BLOCKS=0: by block_prefill.h
   // A matmul of N rows by a blocks-held weight multiplies the blocks directly (decode), in
   // linear and linear_group alike; otherwise panels are dequantized (block_prefill.h).

@@ -1,0 +1,134 @@
+#include "backend/cpu/q8_matmul.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "backend/cpu/over_rows.h"
+#include "kernels/dtype_convert.cuh"
+#include "kernels/q8_activations.cuh"
+#include "kernels/quant_blocks.cuh"
+
+namespace lmscope::cpu {
+
+void quantize_rows_q8(const float* x, int64_t N, int64_t I, Q8Rows& out) {
+  if (I % q8::kBlock != 0) throw std::logic_error("quantize_rows_q8: " + std::to_string(I) + " columns, not blocks of 32");
+  const int64_t nb = I / q8::kBlock;
+  out.rows = N;
+  out.cols = I;
+  out.q.resize(size_t(N * I));
+  out.d.resize(size_t(N * nb));
+  out.s.resize(size_t(N * nb));
+  const int64_t total = N * nb;
+#pragma omp parallel for if (total >= 4096)
+  for (int64_t b = 0; b < total; ++b) {
+    uint16_t d_h, s_h;
+    q8::quantize_block(x + b * q8::kBlock, out.q.data() + b * q8::kBlock, &d_h, &s_h);
+    out.d[b] = f16_to_f32(d_h);
+    out.s[b] = f16_to_f32(s_h);
+  }
+}
+
+// ---- portable: the formulas of kernels/q8_activations.cuh one lane at a time ---------------
+void q8_outputs_portable(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias, int64_t o0,
+                         int64_t o1) {
+  const int64_t O = W.rows, I = W.cols, nb = I / q8::kBlock;
+  const bool q4_1 = W.type == BlockType::Q4_1;
+  for (int64_t o = o0; o < o1; ++o) {
+    const uint8_t* row = W.data + o * W.row_bytes();
+    for (int64_t n = 0; n < x.rows; ++n) {
+      float acc[q8::kLanes] = {}, summs = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = row + b * W.block_bytes();
+        const int8_t* qa = x.q.data() + n * I + b * q8::kBlock;
+        int qw[q8::kBlock];
+        for (int j = 0; j < 16; ++j) {
+          if (q4_1) {
+            qw[j] = blk[4 + j] & 0x0F;
+            qw[j + 16] = blk[4 + j] >> 4;
+          } else {
+            qw[j] = int8_t(blk[2 + j]);
+            qw[j + 16] = int8_t(blk[18 + j]);
+          }
+        }
+        const float dd = quant::load_f16(blk) * x.d[n * nb + b];
+        for (int k = 0; k < q8::kLanes; ++k) {
+          int isum = 0;
+          for (int j = 4 * k; j < 4 * k + 4; ++j) isum += qw[j] * qa[j];
+          acc[k] = q8::fused(dd, float(isum), acc[k]);
+        }
+        if (q4_1) summs = q8::fused(quant::load_f16(blk + 2), x.s[n * nb + b], summs);
+      }
+      float y = q8::lane_sum(acc);
+      if (q4_1) y += summs;
+      out[n * O + o] = y + (bias ? bias[o] : 0.0f);
+    }
+  }
+}
+
+namespace {
+
+struct Choice {
+  const char* name;
+  Q8Outputs outputs;
+};
+
+// The widest the processor runs, or LMSCOPE_CPU_KERNEL's (block_matmul.h's variable).
+Choice choose() {
+  const Choice avx512{"avx512", q8_outputs_avx512}, avx2{"avx2", q8_outputs_avx2},
+      portable{"portable", q8_outputs_portable};
+  const char* env = std::getenv("LMSCOPE_CPU_KERNEL");
+  if (!env || !*env) {
+    if (q8_avx512_available()) return avx512;
+    return q8_avx2_available() ? avx2 : portable;
+  }
+  const std::string want = env;
+  if (want == "portable") return portable;
+  if (want == "avx2" && q8_avx2_available()) return avx2;
+  if (want == "avx512" && q8_avx512_available()) return avx512;
+  if (want == "avx2" || want == "avx512")
+    throw std::runtime_error("LMSCOPE_CPU_KERNEL=" + want + ": this processor does not run it (q8 activations)");
+  throw std::runtime_error("LMSCOPE_CPU_KERNEL=" + want + ": expected avx512, avx2 or portable");
+}
+
+const Choice& chosen() {
+  static const Choice c = choose();
+  return c;
+}
+
+void check_shapes(const Q8Rows& x, const QuantBlocks& W) {
+  if (x.cols != W.cols || x.rows < 1)
+    throw std::logic_error("q8_matmul: activations [" + std::to_string(x.rows) + ", " + std::to_string(x.cols) +
+                           "] against weights of " + std::to_string(W.cols) + " columns");
+}
+
+}  // namespace
+
+const char* q8_matmul_kernel() { return chosen().name; }
+
+void q8_matmul(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias) {
+  check_shapes(x, W);
+  const Q8Outputs run = chosen().outputs;
+  over_outputs(W.rows, [&](int64_t o0, int64_t o1) { run(out, x, W, bias, o0, o1); });
+}
+
+void q8_matmul_group(const Q8Rows& x, const BlockMatmulJob* jobs, int count) {
+  int64_t total = 0;
+  for (int j = 0; j < count; ++j) {
+    check_shapes(x, *jobs[j].W);
+    total += jobs[j].W->rows;
+  }
+  const Q8Outputs run = chosen().outputs;
+  over_outputs(total, [&](int64_t g0, int64_t g1) {
+    int64_t first = 0;   // the first output of job j in the laid-out order
+    for (int j = 0; j < count; ++j) {
+      const int64_t rows = jobs[j].W->rows, o0 = std::max<int64_t>(g0 - first, 0),
+                    o1 = std::min<int64_t>(g1 - first, rows);
+      if (o1 > o0) run(jobs[j].out, x, *jobs[j].W, jobs[j].bias, o0, o1);
+      first += rows;
+    }
+  });
+}
+
+}  // namespace lmscope::cpu

@@ -1,0 +1,59 @@
+// The fast mode's matmul over GGUF blocks (--cpu-activations q8): out[N,O] = x[N,I] @ W[O,I]^T
+// (+ bias[O]) with W held as Q8_0 or Q4_1 blocks and each row of x first quantized per block of
+// 32 to int8 (llama.cpp's block_q8_0 / block_q8_1), the products integer. The formulas and
+// their llama.cpp sources are kernels/q8_activations.cuh's; the results are llama.cpp's x86
+// numbers bit for bit (each output's eight lanes and their order included).
+//
+// Any N: the rows go through in tiles of up to 8 (a template per tile height, so the
+// accumulators stay in registers), each thread walking its outputs a chunk at a time so that a
+// chunk's weight blocks are read from cache by every tile. Three implementations, chosen at
+// run time: AVX-512 VNNI (q8_matmul_avx512.cpp: vpdpbusd on 256-bit registers, as llama.cpp's
+// build uses it) when the processor has avx512_vnni + avx512vl, else AVX2 (maddubs + madd),
+// else the portable one, the reference the tests hold the others to. LMSCOPE_CPU_KERNEL
+// (block_matmul.h) forces one here too.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/block_matmul.h"   // BlockMatmulJob
+#include "tensor/quant_blocks.h"
+
+namespace lmscope::cpu {
+
+// Rows of activations quantized per block: what llama.cpp's block_q8_0 / block_q8_1 hold, the
+// scales widened to float32 (exactly: they are fp16 values).
+struct Q8Rows {
+  int64_t rows = 0, cols = 0;   // cols % 32 == 0
+  std::vector<int8_t> q;        // [rows, cols] codes, -127..127
+  std::vector<float> d;         // [rows, cols/32] f16(amax / 127)
+  std::vector<float> s;         // [rows, cols/32] f16(d * sum of the block's codes) (block_q8_1)
+  int64_t blocks() const { return cols / 32; }
+};
+
+// x [N, I] row-major -> out (resized). q8::quantize_block on every block; splits the rows over
+// the OpenMP threads when there are many.
+void quantize_rows_q8(const float* x, int64_t N, int64_t I, Q8Rows& out);
+
+// out [N,O] (N = x.rows), bias [O] or null. Splits the O outputs over the OpenMP threads.
+void q8_matmul(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias);
+// Several matrices reading the same x in one parallel region (block_matmul_group's split).
+void q8_matmul_group(const Q8Rows& x, const BlockMatmulJob* jobs, int count);
+
+// The implementation q8_matmul runs: "avx512", "avx2" or "portable".
+const char* q8_matmul_kernel();
+
+// The implementations, for the tests and the benchmark: outputs [o0, o1) on the calling
+// thread. *_available(): the processor runs it.
+using Q8Outputs = void (*)(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias, int64_t o0,
+                           int64_t o1);
+void q8_outputs_portable(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias, int64_t o0, int64_t o1);
+void q8_outputs_avx2(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias, int64_t o0, int64_t o1);
+void q8_outputs_avx512(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias, int64_t o0, int64_t o1);
+bool q8_avx2_available();     // AVX2 + FMA + F16C
+bool q8_avx512_available();   // those + AVX-512 VL + VNNI
+
+// Tiles: the weights of kQ8ChunkOutputs outputs are read by every tile of kQ8TileRows rows.
+constexpr int kQ8TileRows = 8;
+constexpr int64_t kQ8ChunkOutputs = 64;
+
+}  // namespace lmscope::cpu

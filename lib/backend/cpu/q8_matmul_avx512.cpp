@@ -1,0 +1,38 @@
+// q8_matmul's AVX-512 VNNI build (q8_matmul_x86.h): the integer dot by one vpdpbusd on 256-bit
+// registers (AVX-512 VL + VNNI), the instruction llama.cpp's -DGGML_NATIVE=ON build uses on
+// this kind of processor. Compiled for any x86-64 with __attribute__((target)): the caller
+// checks the processor first.
+#include "backend/cpu/q8_matmul.h"
+
+#include <stdexcept>
+
+#if defined(__x86_64__)
+// GCC 12's AVX-512 intrinsics start from a self-initialized "undefined" register, which
+// -Wmaybe-uninitialized reports at every use (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#define LMSCOPE_Q8_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
+#define LMSCOPE_Q8_VNNI 1
+#include "backend/cpu/q8_matmul_x86.h"
+#endif
+
+namespace lmscope::cpu {
+
+#if defined(__x86_64__)
+void q8_outputs_avx512(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias, int64_t o0, int64_t o1) {
+  x86_outputs(out, x, W, bias, o0, o1);
+}
+bool q8_avx512_available() {
+  return q8_avx2_available() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
+}
+#else
+void q8_outputs_avx512(float*, const Q8Rows&, const QuantBlocks&, const float*, int64_t, int64_t) {
+  throw std::logic_error("q8_outputs_avx512: not an x86-64 build");
+}
+bool q8_avx512_available() { return false; }
+#endif
+
+}  // namespace lmscope::cpu
