@@ -45,7 +45,7 @@ void print_rows(const std::string& what, const std::vector<RowDiff>& d, int64_t 
 // of that effect is measured per row within our engine: the same ids in q8 mode under the
 // portable kernels against the processor's widest (LMSCOPE_CPU_KERNEL; the same numerics,
 // another summation order), both through lmscope-trace as one prefill of prompt + decode ids
-// (q8 prefill and decode give the same logits). Where the floor is 0 (no rounding flipped
+// (measured: in q8 mode a prefill gives the decode path's logits bit for bit). Where the floor is 0 (no rounding flipped
 // yet) q8 mode must equal llama.cpp bit for bit; elsewhere it may differ by kFloorMultiple
 // times the floor. Measured on SmolLM2 (docs/benchmarks.md): the ratio is at most 1.3.
 constexpr float kFloorMultiple = 2.0f;
@@ -126,7 +126,8 @@ TEST(LlamaCppLogits, LiveLlamaCpp) {
   if (!fs::exists(kModel)) GTEST_SKIP() << kModel << " is absent: run scripts/fetch-model.sh (scripts/test.sh does)";
   const std::string script = golden::root() + "/scripts/llamacpp_logits.py";
   const testing_util::CliRun where = testing_util::run_cli(std::string(LMSCOPE_PYTHON) + " " + script + " --where");
-  if (where.code != 0) GTEST_SKIP() << where.err << " (scripts/build-llamacpp.sh builds it)";
+  // Its one line names scripts/build-llamacpp.sh.
+  if (where.code != 0) GTEST_SKIP() << where.err.substr(0, where.err.find_last_not_of('\n') + 1);
   const Reference committed = read_reference(kReference);
   std::string ids;
   for (int32_t id : committed.input_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
@@ -137,6 +138,10 @@ TEST(LlamaCppLogits, LiveLlamaCpp) {
       std::to_string(committed.decode_ids.size()) + " --out " + out);
   ASSERT_EQ(run.code, 0) << run.err;
   const Reference live = read_reference(out);
-  EXPECT_EQ(live.decode_ids, committed.decode_ids);
+  // Not asserted: another processor runs other llama.cpp kernels, whose last bits may flip a
+  // rounding (docs/benchmarks.md) and even a near-tie greedy choice; ours then follows live's ids.
+  const bool same_ids = live.decode_ids == committed.decode_ids;
+  std::printf("[ measure ] live llama.cpp against the committed file: decode ids %s, max|dlogit| %.4g\n",
+              same_ids ? "equal" : "differ", same_ids ? max_over(row_diffs(live.logits, committed.logits)) : -1.0f);
   check_against(live, "live");
 }
