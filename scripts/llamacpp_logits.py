@@ -9,10 +9,10 @@ logits at every position (prompt_logits [T,V]), then K greedy steps one token at
 decode path (N=1 matmuls): decode_ids [K] are llama.cpp's own argmax choices and
 decode_logits [K,V] the logits after feeding each. Settings: KV cache float32 (llama.cpp's
 default f16 cache would add a rounding of its own), flash attention off, one thread, the whole
-prompt in one ubatch.
+prompt in one ubatch. Needs numpy and h5py (/usr/bin/python3 has them after scripts/setup.sh).
 
-  python3 scripts/llamacpp_logits.py --gguf M.gguf --ids 1,4093,198 --decode 8 --out ref.h5
-  python3 scripts/llamacpp_logits.py --where     # the llama.cpp build used, or why there is none
+  /usr/bin/python3 scripts/llamacpp_logits.py --gguf M.gguf --ids 1,4093,198 --decode 8 --out ref.h5
+  /usr/bin/python3 scripts/llamacpp_logits.py --where     # the llama.cpp build used, or why there is none
 
 Any error: one line on stderr, exit 1.
 """
@@ -62,7 +62,9 @@ def llama_dir():
 def load_bindings(d):
     """The sdist's llama_cpp/llama_cpp.py (ctypes), without the package's __init__, which
     imports the high-level API and its dependencies (jinja2, diskcache) that the
-    low-level bindings do not need."""
+    low-level bindings do not need. llama_cpp.py (0.3.36) loads libllama.so from
+    LLAMA_CPP_LIB_PATH when it is set; libllama finds libggml*.so through its RUNPATH, the
+    build's bin/ (CMake sets it). _ggml.py would ignore the variable; it is not imported."""
     os.environ["LLAMA_CPP_LIB_PATH"] = str(d / "build" / "bin")   # llama_cpp.py reads it on import
     try:
         import typing_extensions  # noqa: F401  (the bindings import TypeAlias from it)
