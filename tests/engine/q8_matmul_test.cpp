@@ -62,8 +62,8 @@ Expected straightforward(const float* x) {
 void expect_block(const float* x, const cpu::Q8Rows& r, int64_t b, const char* what) {
   const Expected e = straightforward(x);
   for (int j = 0; j < 32; ++j) ASSERT_EQ(int(r.q[size_t(b * 32 + j)]), e.q[size_t(j)]) << what << " element " << j;
-  EXPECT_EQ(r.d[size_t(b)], e.d) << what;
-  EXPECT_EQ(r.s[size_t(b)], e.s) << what;
+  EXPECT_EQ(r.d(b), e.d) << what;
+  EXPECT_EQ(r.s(b), e.s) << what;
 }
 
 // ---- the matmul bound ------------------------------------------------------------------
@@ -146,13 +146,13 @@ TEST(Q8Quantize, EdgeCases) {
   for (int b = 0; b < 4; ++b) expect_block(x.data() + 32 * b, r, b, "edge");
   // The expectations by hand, so that a shared mistake in both formulas cannot pass:
   for (int j = 0; j < 32; ++j) EXPECT_EQ(r.q[size_t(j)], 0);
-  EXPECT_EQ(r.d[0], 0.0f);
+  EXPECT_EQ(r.d(0), 0.0f);
   EXPECT_EQ(r.q[32 + 5], -127);
   EXPECT_EQ(r.q[32 + 4], 0);
-  EXPECT_EQ(r.d[1], to_f16(3e30f / 127.0f));   // above fp16's range: inf, as llama.cpp stores it
+  EXPECT_EQ(r.d(1), to_f16(3e30f / 127.0f));   // above fp16's range: inf, as llama.cpp stores it
   const int8_t tie_codes[] = {0, 2, 2, 0, -2, -2, 126, -126};
   for (int j = 0; j < 8; ++j) EXPECT_EQ(r.q[size_t(64 + j)], tie_codes[j]) << ties[j];
-  EXPECT_EQ(r.d[2], 1.0f);
+  EXPECT_EQ(r.d(2), 1.0f);
   EXPECT_EQ(r.q[96], 0);
   EXPECT_EQ(r.q[97], 127);
 }
@@ -255,5 +255,5 @@ TEST(Q8Matmul, HookCodesAreTheMatmulsOwn) {
   EXPECT_EQ(scales.shape(), (Shape{1, 5, 3}));
   const cpu::Q8Rows r = quantized(x, 96);
   for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(codes.f32()[i], float(r.q[size_t(i)]));
-  for (int64_t i = 0; i < 15; ++i) ASSERT_EQ(scales.f32()[i], r.d[size_t(i)]);
+  for (int64_t i = 0; i < 15; ++i) ASSERT_EQ(scales.f32()[i], r.d(i));
 }

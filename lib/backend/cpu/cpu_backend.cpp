@@ -157,7 +157,7 @@ bool CpuBackend::quantize_activations_for_hook(const Tensor& x, const Tensor& W,
   Shape scale_shape = x.shape();
   scale_shape.back() = I / 32;
   scales = Tensor::zeros(scale_shape);
-  std::copy(rows.d.begin(), rows.d.end(), scales.f32());
+  for (int64_t b = 0; b < scales.numel(); ++b) scales.f32()[b] = rows.d(b);
   return true;
 }
 

@@ -18,15 +18,14 @@ void quantize_rows_q8(const float* x, int64_t N, int64_t I, Q8Rows& out) {
   out.rows = N;
   out.cols = I;
   out.q.resize(size_t(N * I));
-  out.d.resize(size_t(N * nb));
-  out.s.resize(size_t(N * nb));
+  out.ds.resize(size_t(2 * N * nb));
   const int64_t total = N * nb;
 #pragma omp parallel for if (total >= 4096)
   for (int64_t b = 0; b < total; ++b) {
     uint16_t d_h, s_h;
     q8::quantize_block(x + b * q8::kBlock, out.q.data() + b * q8::kBlock, &d_h, &s_h);
-    out.d[b] = f16_to_f32(d_h);
-    out.s[b] = f16_to_f32(s_h);
+    out.ds[size_t(2 * b)] = f16_to_f32(d_h);
+    out.ds[size_t(2 * b + 1)] = f16_to_f32(s_h);
   }
 }
 
@@ -52,13 +51,13 @@ void q8_outputs_portable(float* out, const Q8Rows& x, const QuantBlocks& W, cons
             qw[j + 16] = int8_t(blk[18 + j]);
           }
         }
-        const float dd = quant::load_f16(blk) * x.d[n * nb + b];
+        const float dd = quant::load_f16(blk) * x.d(n * nb + b);
         for (int k = 0; k < q8::kLanes; ++k) {
           int isum = 0;
           for (int j = 4 * k; j < 4 * k + 4; ++j) isum += qw[j] * qa[j];
           acc[k] = q8::fused(dd, float(isum), acc[k]);
         }
-        if (q4_1) summs = q8::fused(quant::load_f16(blk + 2), x.s[n * nb + b], summs);
+        if (q4_1) summs = q8::fused(quant::load_f16(blk + 2), x.s(n * nb + b), summs);
       }
       float y = q8::lane_sum(acc);
       if (q4_1) y += summs;

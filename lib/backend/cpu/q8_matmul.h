@@ -25,8 +25,11 @@ namespace lmscope::cpu {
 struct Q8Rows {
   int64_t rows = 0, cols = 0;   // cols % 32 == 0
   std::vector<int8_t> q;        // [rows, cols] codes, -127..127
-  std::vector<float> d;         // [rows, cols/32] f16(amax / 127)
-  std::vector<float> s;         // [rows, cols/32] f16(d * sum of the block's codes) (block_q8_1)
+  // [rows, cols/32, 2]: per block d = f16(amax / 127), then s = f16(d * sum of the block's
+  // codes) (block_q8_1's), side by side so that one load gives a block's pair
+  std::vector<float> ds;
+  float d(int64_t block) const { return ds[size_t(2 * block)]; }
+  float s(int64_t block) const { return ds[size_t(2 * block + 1)]; }
   int64_t blocks() const { return cols / 32; }
 };
 

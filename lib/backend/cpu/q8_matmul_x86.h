@@ -27,12 +27,9 @@ namespace {
 // Plain pointers into the quantized rows (no standard-library code runs under the target).
 struct Rows {
   const int8_t* q;
-  const float* d;
-  const float* s;
+  const float* ds;   // d, s per block
   int64_t rows, cols;
 };
-
-LMSCOPE_Q8_TARGET inline float f16_at(const uint8_t* p) { return _cvtsh_ss(quant::load_u16(p)); }
 
 template <bool Q4_1>
 LMSCOPE_Q8_TARGET inline __m256i weight_codes(const uint8_t* blk) {
@@ -53,38 +50,58 @@ LMSCOPE_Q8_TARGET inline __m256i dot4(__m256i u, __m256i s) {
 #endif
 }
 
-// Outputs [o0, o1) of rows [n0, n0 + R).
+// Outputs [o0, o1) of rows [n0, n0 + R), two outputs (o, p) at a time so that their scales
+// share the vector work: one conversion gives [d_o, m_o, d_p, m_p] (a Q8_0 block has codes
+// where m would be: those lanes go unused), and one FMA with the row's [d_a, s_a, d_a, s_a]
+// gives both combined scales d_w * d_a (lanes 0, 2: the addend there is kept +0, so they are
+// the rounded products) and both Q4_1 sums fma(m, s_a, summs) (lanes 1, 3). An odd last output
+// pairs with itself and is written once.
 template <bool Q4_1, int R>
 LMSCOPE_Q8_TARGET void tile(float* out, const Rows& x, int64_t n0, const QuantBlocks& W, const float* bias,
                             int64_t o0, int64_t o1) {
   const int64_t O = W.rows, I = W.cols, nb = I / 32;
   const size_t bb = W.block_bytes(), rb = W.row_bytes();
   const int8_t* qa = x.q + n0 * I;
-  const float* da = x.d + n0 * nb;
-  const float* sa = x.s + n0 * nb;
-  for (int64_t o = o0; o < o1; ++o) {
-    const uint8_t* row = W.data + o * rb;
-    __m256 acc[R];
-    __m128 summs[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), summs[r] = _mm_setzero_ps();
+  const float* ds = x.ds + 2 * n0 * nb;
+  const __m256i lane2 = _mm256_set1_epi32(2);
+  for (int64_t o = o0; o < o1; o += 2) {
+    const int64_t p = std::min(o + 1, o1 - 1);
+    const uint8_t* row_o = W.data + o * rb;
+    const uint8_t* row_p = W.data + p * rb;
+    __m256 acc_o[R], acc_p[R];
+    __m128 summs[R];   // lanes 1, 3: output o's and p's sum of m * s; lanes 0, 2 stay +0
+    for (int r = 0; r < R; ++r) acc_o[r] = acc_p[r] = _mm256_setzero_ps(), summs[r] = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* blk = row + b * bb;
-      const __m256i w = weight_codes<Q4_1>(blk);
-      const __m256i u = Q4_1 ? w : _mm256_sign_epi8(w, w);
-      const float dw = f16_at(blk);
-      const __m128 m = _mm_set_ss(Q4_1 ? f16_at(blk + 2) : 0.0f);
+      const uint8_t* blk_o = row_o + b * bb;
+      const uint8_t* blk_p = row_p + b * bb;
+      const __m256i w_o = weight_codes<Q4_1>(blk_o), w_p = weight_codes<Q4_1>(blk_p);
+      const __m256i u_o = Q4_1 ? w_o : _mm256_sign_epi8(w_o, w_o), u_p = Q4_1 ? w_p : _mm256_sign_epi8(w_p, w_p);
+      const __m128 scales = _mm_cvtph_ps(
+          _mm_insert_epi32(_mm_cvtsi32_si128(int(quant::load_u32(blk_o))), int(quant::load_u32(blk_p)), 1));
       for (int r = 0; r < R; ++r) {
+        const __m128 das = _mm_castpd_ps(_mm_loaddup_pd(reinterpret_cast<const double*>(ds + 2 * (r * nb + b))));
+        __m128 t;
+        if (Q4_1) {
+          t = _mm_fmadd_ps(scales, das, summs[r]);
+          summs[r] = _mm_blend_ps(_mm_setzero_ps(), t, 0b1010);
+        } else {
+          t = _mm_mul_ps(scales, das);
+        }
+        const __m256 dd_o = _mm256_broadcastss_ps(t);
+        const __m256 dd_p = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(t), lane2);
         const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qa + r * I + b * 32));
-        const __m256i isum = dot4(u, Q4_1 ? a : _mm256_sign_epi8(a, w));
-        const __m256 dd = _mm256_set1_ps(dw * da[r * nb + b]);
-        acc[r] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(isum), acc[r]);
-        if (Q4_1) summs[r] = _mm_fmadd_ss(m, _mm_set_ss(sa[r * nb + b]), summs[r]);
+        const __m256i isum_o = dot4(u_o, Q4_1 ? a : _mm256_sign_epi8(a, w_o));
+        const __m256i isum_p = dot4(u_p, Q4_1 ? a : _mm256_sign_epi8(a, w_p));
+        acc_o[r] = _mm256_fmadd_ps(dd_o, _mm256_cvtepi32_ps(isum_o), acc_o[r]);
+        acc_p[r] = _mm256_fmadd_ps(dd_p, _mm256_cvtepi32_ps(isum_p), acc_p[r]);
       }
     }
     for (int r = 0; r < R; ++r) {
-      float y = hsum(acc[r]);
-      if (Q4_1) y += _mm_cvtss_f32(summs[r]);
-      out[(n0 + r) * O + o] = y + (bias ? bias[o] : 0.0f);
+      alignas(16) float sm[4];
+      _mm_store_ps(sm, summs[r]);
+      float* y = out + (n0 + r) * O;
+      y[o] = (Q4_1 ? hsum(acc_o[r]) + sm[1] : hsum(acc_o[r])) + (bias ? bias[o] : 0.0f);
+      if (p != o) y[p] = (Q4_1 ? hsum(acc_p[r]) + sm[3] : hsum(acc_p[r])) + (bias ? bias[p] : 0.0f);
     }
   }
 }
@@ -107,7 +124,7 @@ LMSCOPE_Q8_TARGET void tile_n(int R, float* out, const Rows& x, int64_t n0, cons
 
 // Outputs [o0, o1), a chunk of kQ8ChunkOutputs at a time, every tile of rows over each chunk.
 void x86_outputs(float* out, const Q8Rows& q8, const QuantBlocks& W, const float* bias, int64_t o0, int64_t o1) {
-  const Rows x{q8.q.data(), q8.d.data(), q8.s.data(), q8.rows, q8.cols};
+  const Rows x{q8.q.data(), q8.ds.data(), q8.rows, q8.cols};
   const bool q4_1 = W.type == BlockType::Q4_1;
   for (int64_t c0 = o0; c0 < o1; c0 += kQ8ChunkOutputs) {
     const int64_t c1 = std::min(o1, c0 + kQ8ChunkOutputs);
