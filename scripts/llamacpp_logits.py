@@ -103,10 +103,52 @@ def sha256(path):
     return h.hexdigest()
 
 
+# llama.cpp's per-layer tensors of the prefill -> lmscope's hooks (docs/hooks.md), for
+# --layer-tensors: which step first differs, layer by layer.
+LAYER_TENSORS = {"attn_norm": "attn_norm", "kqv_out": "attn.z", "ffn_inp": "resid_mid", "l_out": "resid_post"}
+
+
+class _TensorHead(ctypes.Structure):
+    """The leading fields of ggml.h's struct ggml_tensor (type, buffer, ne)."""
+    _fields_ = [("type", ctypes.c_int), ("buffer", ctypes.c_void_p), ("ne", ctypes.c_int64 * 4)]
+
+
+class LayerTensors:
+    """A ggml_backend_sched_eval_callback that copies the float32 tensors named in
+    LAYER_TENSORS ("<name>-<layer>") out as they are computed: {"layers.L.<hook>": [T, D]}."""
+
+    def __init__(self, ll, d):
+        base = ctypes.CDLL(str(d / "build" / "bin" / "libggml-base.so"))
+        base.ggml_get_name.restype = ctypes.c_char_p
+        base.ggml_get_name.argtypes = [ctypes.c_void_p]
+        base.ggml_nelements.restype = ctypes.c_int64
+        base.ggml_nelements.argtypes = [ctypes.c_void_p]
+        base.ggml_backend_tensor_get.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t]
+        self.base, self.tensors, self.enabled = base, {}, False
+        self.callback = ll.ggml_backend_sched_eval_callback(self._eval)
+
+    def _hook(self, t):
+        name = self.base.ggml_get_name(t).decode(errors="replace")
+        stem, _, layer = name.rpartition("-")
+        if stem not in LAYER_TENSORS or not layer.isdigit() or _TensorHead.from_address(t).type != 0:   # GGML_TYPE_F32
+            return None
+        return f"layers.{layer}.{LAYER_TENSORS[stem]}"
+
+    def _eval(self, t, ask, _):
+        hook = self._hook(t) if self.enabled else None
+        if ask or hook is None:
+            return hook is not None
+        ne = _TensorHead.from_address(t).ne
+        out = np.empty(self.base.ggml_nelements(t), dtype=np.float32)
+        self.base.ggml_backend_tensor_get(t, out.ctypes.data, 0, out.nbytes)
+        self.tensors[hook] = out.reshape(-1, ne[0])   # [T, D]: ggml's ne[0] is the row
+        return True
+
+
 class Llama:
     """One model and one context with the settings above; logs kept, printed only on failure."""
 
-    def __init__(self, ll, gguf, n_ctx, n_batch, threads):
+    def __init__(self, ll, gguf, n_ctx, n_batch, threads, layer_tensors=None):
         self.ll = ll
         self.log = []
         self._cb = ll.llama_log_callback(lambda level, text, _: self.log.append((level, text.decode(errors="replace"))))
@@ -125,6 +167,8 @@ class Llama:
         cp.type_k = cp.type_v = ll.GGML_TYPE_F32
         cp.flash_attn_type = ll.LLAMA_FLASH_ATTN_TYPE_DISABLED
         cp.offload_kqv = False
+        if layer_tensors is not None:   # measured: the callback leaves the logits bit-identical
+            cp.cb_eval = layer_tensors.callback
         self.ctx = ll.llama_init_from_model(self.model, cp)
         if not self.ctx:
             raise Failure(f"{gguf}: llama.cpp cannot make a context: {self.first_error()}")
@@ -189,12 +233,17 @@ def run(args):
     ids = parse_ids(args.ids)
     ll = load_bindings(d)
     n_ctx = len(ids) + args.decode
-    m = Llama(ll, gguf, n_ctx=n_ctx, n_batch=max(len(ids), 1), threads=args.threads)
+    grab = LayerTensors(ll, d) if args.layer_tensors else None
+    m = Llama(ll, gguf, n_ctx=n_ctx, n_batch=max(len(ids), 1), threads=args.threads, layer_tensors=grab)
     try:
         bad = [t for t in ids if not 0 <= t < m.n_vocab]
         if bad:
             raise Failure(f"--ids: {bad[0]} is outside the vocabulary of {gguf} (size {m.n_vocab})")
+        if grab:
+            grab.enabled = True   # the prefill's tensors only
         prompt = m.decode(ids, 0, all_logits=True)
+        if grab:
+            grab.enabled = False
         dec_ids, dec_rows, nxt = [], [], int(np.argmax(prompt[-1]))
         for k in range(args.decode):
             dec_ids.append(nxt)
@@ -207,13 +256,14 @@ def run(args):
         m.close()
     tmp = pathlib.Path(args.out + ".partial")
     try:
-        write(tmp, ids, prompt, dec_ids, dec_rows, settings, system_info, gguf, d, args.decode)
+        write(tmp, ids, prompt, dec_ids, dec_rows, settings, system_info, gguf, d, args.decode,
+              grab.tensors if grab else {})
         os.replace(tmp, args.out)
     finally:
         tmp.unlink(missing_ok=True)
 
 
-def write(tmp, ids, prompt, dec_ids, dec_rows, settings, system_info, gguf, d, decode_steps):
+def write(tmp, ids, prompt, dec_ids, dec_rows, settings, system_info, gguf, d, decode_steps, layer_tensors):
     V = prompt.shape[1]
     gz = dict(compression="gzip", compression_opts=9, shuffle=True)
     with h5py.File(tmp, "w") as f:
@@ -222,6 +272,8 @@ def write(tmp, ids, prompt, dec_ids, dec_rows, settings, system_info, gguf, d, d
         f.create_dataset("decode_ids", data=np.asarray(dec_ids, np.int32))
         f.create_dataset("decode_logits", data=np.asarray(dec_rows, np.float32).reshape(len(dec_rows), V),
                          chunks=(1, V) if dec_rows else None, **(gz if dec_rows else {}))
+        for hook, x in sorted(layer_tensors.items()):
+            f.create_dataset("prefill/" + hook, data=x, **gz)
         a = f.attrs
         a["producer"] = "scripts/llamacpp_logits.py"
         a["llama_cpp_python"] = pinned("version")
@@ -250,6 +302,9 @@ def main():
     p.add_argument("--decode", type=int, default=0, help="greedy steps after the prompt, one token each (default 0)")
     p.add_argument("--threads", type=int, default=1, choices=(1, 2))
     p.add_argument("--out", help="HDF5 file to write")
+    p.add_argument("--layer-tensors", action="store_true",
+                   help="also store the prefill's per-layer tensors as prefill/layers.L.<hook> [T,D] "
+                        "(attn_norm, attn.z, resid_mid, resid_post: lmscope's hook names)")
     p.add_argument("--where", action="store_true", help="print the llama.cpp build directory and exit")
     args = p.parse_args()
     if not args.where and not (args.gguf and args.ids and args.out):
