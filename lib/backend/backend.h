@@ -24,6 +24,9 @@ class Backend {
   // What the matmuls compute in: "f32", or "bf16" (bf16 operands, float32 accumulation and
   // float32 activations between ops; CUDA only).
   virtual std::string compute_dtype() const { return "f32"; }
+  // What a matmul by a GGUF block-quantized weight multiplies: float32 activations ("f32"), or
+  // activations quantized to int8 per block of 32 ("q8": CPU --cpu-activations q8).
+  virtual std::string activations() const { return "f32"; }
 
   // A new float32 activation tensor on this backend. Every op writes all of its output, so
   // the contents are unspecified until then (CPU: zeroed; CUDA: left as found).

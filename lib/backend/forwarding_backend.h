@@ -13,6 +13,7 @@ class ForwardingBackend : public Backend {
 
   std::string name() const override { return inner_.name(); }
   std::string compute_dtype() const override { return inner_.compute_dtype(); }
+  std::string activations() const override { return inner_.activations(); }
   Tensor alloc(const Shape& shape) override { return inner_.alloc(shape); }
   Tensor prepare_weight(const Tensor& host_weight) override { return inner_.prepare_weight(host_weight); }
   Tensor to_host(const Tensor& t) override { return inner_.to_host(t); }
@@ -29,6 +30,9 @@ class ForwardingBackend : public Backend {
   }
   void linear(Tensor& out, const Tensor& x, const Tensor& W, const Tensor& bias) override {
     inner_.linear(out, x, W, bias);
+  }
+  bool quantize_activations_for_hook(const Tensor& x, const Tensor& W, Tensor& codes, Tensor& scales) override {
+    return inner_.quantize_activations_for_hook(x, W, codes, scales);
   }
   void split_heads(Tensor& out, const Tensor& x) override { inner_.split_heads(out, x); }
   void rope(Tensor& out, const Tensor& x, const Tensor& cos, const Tensor& sin) override {

@@ -48,6 +48,7 @@ TracedRun run_traced(const ModelContext& m, const GenerateOptions& opt, const Ho
   r.config_json = cfg.json_text;
   r.backend = m.decoder->backend().name();
   r.compute_dtype = m.decoder->backend().compute_dtype();
+  r.activations = m.decoder->backend().activations();
   r.command_line = m.command_line;
   r.prompts = opt.prompts;
   r.padding_side = padding_side_name(opt.padding_side);

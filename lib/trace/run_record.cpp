@@ -12,6 +12,7 @@ void write_run_record(TraceWriter& w, const RunRecord& r) {
   w.set_root_attr("config_json", r.config_json);
   w.set_root_attr("backend", r.backend);
   w.set_root_attr("compute_dtype", r.compute_dtype);
+  w.set_root_attr("activations", r.activations.empty() ? std::string("f32") : r.activations);
   w.set_root_attr("command_line", r.command_line);
   w.set_root_attr("prompts", nlohmann::json(r.prompts).dump());
   w.set_root_attr("padding_side", r.padding_side);

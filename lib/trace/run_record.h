@@ -17,6 +17,7 @@ struct RunRecord {
   std::string model_path;      // as given on the command line
   std::string config_json;     // the model's config (config.json, or built from GGUF metadata)
   std::string backend, compute_dtype;
+  std::string activations;     // "f32", or "q8" (--cpu-activations q8)
   std::string command_line;
   std::vector<std::vector<int32_t>> prompts;   // token ids, unpadded
   std::string padding_side;                    // "left" / "right"

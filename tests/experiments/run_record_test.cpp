@@ -65,3 +65,16 @@ TEST(RunRecord, IdPromptsGetMergesOnlyWhenTheirTextEncodesBack) {
   EXPECT_EQ(pieces(a, 0).size(), 5u);
   EXPECT_TRUE(pieces(b, 0).empty());
 }
+
+// The root says which activations the block matmuls multiplied: f32, or q8 when the run asked
+// for --cpu-activations q8 (the only record of that mode besides the command line).
+TEST(RunRecord, ActivationsSayWhichModeRan) {
+  testing_util::TempDir dir;
+  for (const char* mode : {"f32", "q8"}) {
+    const std::string trace = dir.file(std::string(mode) + ".h5");
+    RunResult t = run_cmd(dir, kBin + "/lmscope-trace --model " + kTiny + " --prompt 'Hello world' --max-new-tokens 1 -q" +
+                                   " --cpu-activations " + mode + " --out " + trace);
+    ASSERT_EQ(t.code, 0) << t.err;
+    EXPECT_EQ(TraceReader(trace).root_attr_string("activations"), mode);
+  }
+}

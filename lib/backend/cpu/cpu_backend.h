@@ -21,6 +21,7 @@ class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(CpuActivations activations = CpuActivations::F32);
   std::string name() const override { return "cpu"; }
+  std::string activations() const override { return activations_ == CpuActivations::Q8 ? "q8" : "f32"; }
   Tensor alloc(const Shape& shape) override;
   Tensor prepare_weight(const Tensor& host_weight) override;
   Tensor to_host(const Tensor& t) override;
