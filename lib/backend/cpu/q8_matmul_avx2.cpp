@@ -26,7 +26,6 @@ bool q8_avx2_available() {
 void q8_outputs_avx2(float*, const Q8Rows&, const QuantBlocks&, const float*, int64_t, int64_t) {
   throw std::logic_error("q8_outputs_avx2: not an x86-64 build");
 }
-void q8_quantize_avx2(const float* x, int64_t blocks, int8_t* q, float* ds) { quantize_blocks(x, blocks, q, ds); }
 void q8_quantize_avx2(const float*, int64_t, int8_t*, float*) {
   throw std::logic_error("q8_quantize_avx2: not an x86-64 build");
 }
