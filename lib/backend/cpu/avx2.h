@@ -5,6 +5,7 @@
 #pragma once
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define LMSCOPE_AVX2 __attribute__((target("avx2,fma")))
 
@@ -16,6 +17,14 @@ LMSCOPE_AVX2 inline float hsum(__m256 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// What the AVX2 block kernels need: AVX2, FMA and F16C (the f16 scales' conversion). F16C is
+// read from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know "f16c".
+inline bool cpu_has_avx2_fma_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_F16C)) return false;
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
 }  // namespace lmscope::cpu

@@ -148,7 +148,7 @@ void block_matmul_avx2(float* out, const float* x, const QuantBlocks& W, const f
 }
 
 bool block_matmul_simd_available() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return cpu_has_avx2_fma_f16c();
 }
 #else
 void avx2_outputs(float*, const float*, const QuantBlocks&, const float*, int64_t, int64_t, int64_t) {

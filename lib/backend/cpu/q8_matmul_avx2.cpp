@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #if defined(__x86_64__)
-#include <immintrin.h>
+#include "backend/cpu/avx2.h"   // immintrin.h, cpu_has_avx2_fma_f16c
 #define LMSCOPE_Q8_TARGET __attribute__((target("avx2,fma,f16c")))
 #define LMSCOPE_Q8_VNNI 0
 #include "backend/cpu/q8_matmul_x86.h"
@@ -20,7 +20,7 @@ void q8_outputs_avx2(float* out, const Q8Rows& x, const QuantBlocks& W, const fl
 }
 void q8_quantize_avx2(const float* x, int64_t blocks, int8_t* q, float* ds) { quantize_blocks(x, blocks, q, ds); }
 bool q8_avx2_available() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return cpu_has_avx2_fma_f16c();
 }
 #else
 void q8_outputs_avx2(float*, const Q8Rows&, const QuantBlocks&, const float*, int64_t, int64_t) {
