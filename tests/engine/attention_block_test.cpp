@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "backend/cpu/attention_block.h"
+#include "backend/cpu/attention_row.h"
 #include "backend/cpu/cpu_backend.h"
+#include "kernels/attention_math.cuh"
 
 using namespace lmscope;
 
@@ -127,4 +129,55 @@ TEST(AttentionBlock, SkipsWhatTheMaskMasksAndNothingElse) {
   check_case(cpu, rng, {1, 6, 2, T, T, 64}, [](int64_t, int64_t t, int64_t s) { return s >= t; });
   check_case(cpu, rng, {1, 6, 2, T, T, 64}, [](int64_t, int64_t t, int64_t s) { return s <= t && s + 50 > t; });
   check_case(cpu, rng, {1, 6, 3, T, T, 32}, [](int64_t, int64_t t, int64_t s) { return s <= t; }, -INFINITY);
+}
+
+// softmax_exp (kernels/attention_math.cuh) against std::exp in double, the independent
+// reference: within 1 ulp over the softmax's range (x <= 0), exactly 1 at 0, and 0 below the
+// flush point and at -inf. Its 8-lane version gives the same float.
+TEST(AttentionBlock, SoftmaxExpIsExpWithin1UlpAndTheLanesAgree) {
+  std::vector<float> x;
+  for (float v = 0.0f; v > -87.0f; v -= 0.000731f) x.push_back(v);
+  x.push_back(-86.99f);
+  double worst_ulp = 0;
+  for (float v : x) {
+    const double ref = std::exp(double(v));
+    const double ulp = std::nextafter(float(ref), INFINITY) - float(ref);
+    worst_ulp = std::max(worst_ulp, std::fabs(softmax_exp(v) - ref) / ulp);
+  }
+  EXPECT_LE(worst_ulp, 1.0);
+  EXPECT_EQ(1.0f, softmax_exp(0.0f));
+  EXPECT_EQ(0.0f, softmax_exp(-87.5f));
+  EXPECT_EQ(0.0f, softmax_exp(-INFINITY));
+  x.push_back(-INFINITY), x.push_back(-1e30f), x.push_back(-87.0001f);
+  std::vector<float> y(x.size());
+  cpu::softmax_exp_avx2(y.data(), x.data(), int64_t(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(softmax_exp(x[i]), y[i]) << "x=" << x[i];
+}
+
+// The online softmax step, AVX2 against scalar, over two blocks (the second raising the max
+// and rescaling): weights, max and sum equal up to the order of the block's sum.
+TEST(AttentionBlock, OnlineSoftmaxStepVectorMatchesScalar) {
+  if (!cpu::attention_avx2_available()) GTEST_SKIP() << "this processor has no AVX2+FMA: scalar path only";
+  std::mt19937_64 rng(13);
+  for (int64_t nb : {1, 8, 13, 128}) {
+    const int64_t hd = 20;
+    Tensor d1 = randn({nb}, rng), d2 = randn({nb}, rng), mask = Tensor::zeros({nb}), acc = randn({hd}, rng);
+    for (int64_t j = 0; j < nb; j += 3) mask.f32()[j] = -FLT_MAX;
+    for (int64_t j = 0; j < nb; ++j) d2.f32()[j] += 4.0f;   // the second block's max is larger
+    std::vector<float> wv(d1.f32(), d1.f32() + nb), ws = wv, av(acc.f32(), acc.f32() + hd), as = av;
+    float mv = -INFINITY, ms = -INFINITY;
+    double lv = 0, ls = 0;
+    cpu::online_softmax_row_avx2(wv.data(), mask.f32(), nb, 0.5f, mv, lv, av.data(), hd);
+    cpu::online_softmax_row(ws.data(), mask.f32(), nb, 0.5f, ms, ls, as.data(), hd);
+    for (int64_t j = 0; j < nb; ++j) ASSERT_EQ(ws[j], wv[j]) << "nb=" << nb << " j=" << j;
+    EXPECT_EQ(ms, mv);
+    EXPECT_NEAR(ls, lv, 1e-6 * ls);
+    wv.assign(d2.f32(), d2.f32() + nb), ws = wv;
+    cpu::online_softmax_row_avx2(wv.data(), mask.f32(), nb, 0.5f, mv, lv, av.data(), hd);
+    cpu::online_softmax_row(ws.data(), mask.f32(), nb, 0.5f, ms, ls, as.data(), hd);
+    EXPECT_EQ(ms, mv);
+    EXPECT_NEAR(ls, lv, 1e-6 * ls);
+    for (int64_t i = 0; i < hd; ++i) EXPECT_NEAR(as[i], av[i], 1e-6 * (1 + std::fabs(as[i])));
+    EXPECT_EQ(0.0f, ws[0]) << "a masked key's weight is exactly 0";
+  }
 }
