@@ -4,7 +4,8 @@
 // versions of the two loops over the cache (q . k and the weighted sum of V) while the softmax
 // (expf, a double sum) stays one function. The vector versions change only the order and
 // rounding of float32 sums (lanes, fused multiply-adds); the tests hold them to the scalar
-// ones. AVX2 + FMA, chosen at run time; the scalar versions are the reference and the
+// ones. AVX-512 (attention_row_avx512.cpp) or AVX2 + FMA, chosen at run time with
+// block_matmul's kernel (LMSCOPE_CPU_KERNEL); the scalar versions are the reference and the
 // fallback.
 #pragma once
 #include <cstdint>
@@ -16,6 +17,8 @@ float attention_scores(float* w, const float* q, const float* K, const float* ma
                        float scale);
 float attention_scores_avx2(float* w, const float* q, const float* K, const float* mask, int64_t S, int64_t hd,
                             float scale);
+float attention_scores_avx512(float* w, const float* q, const float* K, const float* mask, int64_t S, int64_t hd,
+                              float scale);
 
 // w[s] = softmax_weight(w[s], wmax) / sum over s (the sum in double).
 void attention_softmax(float* w, int64_t S, float wmax);
@@ -23,7 +26,9 @@ void attention_softmax(float* w, int64_t S, float wmax);
 // z[hd] = sum_s p[s] * V[s] (V: S rows of hd); a zero p skips its row (a masked key).
 void attention_mix(float* z, const float* p, const float* V, int64_t S, int64_t hd);
 void attention_mix_avx2(float* z, const float* p, const float* V, int64_t S, int64_t hd);
+void attention_mix_avx512(float* z, const float* p, const float* V, int64_t S, int64_t hd);
 
 bool attention_avx2_available();
+bool attention_avx512_available();
 
 }  // namespace lmscope::cpu

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "backend/cpu/attention_block.h"
 #include "backend/cpu/attention_row.h"
 #include "backend/cpu/block_matmul.h"
 #include "backend/cpu/block_prefill.h"
@@ -207,10 +208,12 @@ Tensor CpuBackend::kv_read(const Tensor& cache, int64_t S) {
   return out;
 }
 
-// HF eager attention, one (b, h, t) query row at a time (attention_row.h):
-//   w = (q . k) * scale + mask;  p = softmax(w) in float32;  z = p @ v
-// A row whose scores and probs are not asked for takes the vector loops over the cache; a
-// hooked row the scalar ones, the reference, and copies w and p out.
+// HF eager attention:  w = (q . k) * scale + mask;  p = softmax(w) in float32;  z = p @ v
+// Prefill (T > 1) with no scores or probs asked for runs in tiles (attention_block.h): the
+// causal half of the keys skipped, the products as sgemm. Otherwise one (b, h, t) query row
+// at a time (attention_row.h): a row whose scores and probs are not asked for takes the
+// vector loops over the cache (AVX-512 or AVX2); a hooked row the scalar ones, the reference,
+// and copies w and p out.
 void CpuBackend::attention(Tensor& z, const Tensor& q, const Tensor& k, const Tensor& v, int64_t S,
                            const Tensor& mask, float scale, Tensor* scores, Tensor* probs) {
   const int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), hd = q.dim(3);
@@ -221,9 +224,15 @@ void CpuBackend::attention(Tensor& z, const Tensor& q, const Tensor& k, const Te
   const float* Vv = v.f32();
   const float* M = mask.f32();
   float* Z = z.f32();
-  // LMSCOPE_CPU_KERNEL=portable (block_matmul.h) turns these vector loops off too.
+  // The vector loops follow block_matmul's kernel (LMSCOPE_CPU_KERNEL, block_matmul.h):
+  // AVX-512 with "avx512", AVX2 with "avx2", none with "portable".
   static const bool simd = cpu::attention_avx2_available() && std::strcmp(cpu::block_matmul_kernel(), "portable") != 0;
+  static const bool wide = cpu::attention_avx512_available() && std::strcmp(cpu::block_matmul_kernel(), "avx512") == 0;
   const bool vector = simd && !scores && !probs;
+  if (T > 1 && !scores && !probs) {
+    cpu::attention_blocked(Z, Q, K, Vv, M, cpu::AttentionDims{B, H, Hkv, T, hd, S, Smax}, scale, vector);
+    return;
+  }
 #pragma omp parallel
   {
     std::vector<float> w(S);
@@ -237,6 +246,11 @@ void CpuBackend::attention(Tensor& z, const Tensor& q, const Tensor& k, const Te
           const float* qrow = Q + ((b * H + h) * T + t) * hd;
           const float* mrow = M + (b * T + t) * S;
           float* zrow = Z + ((b * T + t) * H + h) * hd;   // z is [B,T,H,hd]
+          if (vector && wide) {
+            cpu::attention_softmax(w.data(), S, cpu::attention_scores_avx512(w.data(), qrow, Kh, mrow, S, hd, scale));
+            cpu::attention_mix_avx512(zrow, w.data(), Vh, S, hd);
+            continue;
+          }
           if (vector) {
             cpu::attention_softmax(w.data(), S, cpu::attention_scores_avx2(w.data(), qrow, Kh, mrow, S, hd, scale));
             cpu::attention_mix_avx2(zrow, w.data(), Vh, S, hd);
