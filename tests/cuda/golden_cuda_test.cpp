@@ -316,7 +316,12 @@ class SmolLM2Cuda : public ::testing::TestWithParam<int> {};
 // 2.25e-2, attn.z 2.6e-2, probs 2.2e-2 absolute, final_norm 1.5e-2, logits 1.3e-2; cosine >=
 // 0.99976. A real model errs less than the random tiny ones (trained weights, no sharp random
 // attention) although it is ten times deeper. The bounds are about twice those.
-constexpr Bf16Bounds kSmolLM2Bf16 = {5e-2, 3e-2, 5e-2, 5e-2, 5e-2, 0.9995};
+// The logits' cosine depends on the float32 summation order of attention, which bf16 rounding
+// of the next matmul's input turns into different roundings (as in q8 mode, docs/benchmarks.md):
+// over both goldens, decode attention through the portable, AVX2 and AVX-512 loops
+// (LMSCOPE_CPU_KERNEL) gave a smallest logits cosine of 0.99978, 0.99966 and 0.99919, so the
+// cosine floor is 1 - 2 x 8.1e-4.
+constexpr Bf16Bounds kSmolLM2Bf16 = {5e-2, 3e-2, 5e-2, 5e-2, 5e-2, 0.998};
 
 // Greedy tokens equal to HF's, and every hook of every step within the SmolLM2 bf16 bounds.
 void expect_smollm2_bf16(const SmolGolden& s, const GoldenRun& run, const std::string& label) {
