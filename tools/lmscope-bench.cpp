@@ -204,7 +204,8 @@ nlohmann::json kernels_bench(const std::string& path, int repeats) {
       const double s = std::chrono::duration<double>(clock::now() - t0).count();
       if (r > 0) runs[name].push_back(s);
     }
-    for (const auto& [name, run] : q8_kernels) {
+    for (const auto& [name, kernel] : q8_kernels) {
+      const auto run = kernel;   // a lambda may not capture a structured binding (clang 14)
       const auto t0 = clock::now();
       for (const QuantBlocks* q : mats) {
         cpu::quantize_rows_q8(x.data(), 1, q->cols, q8);
