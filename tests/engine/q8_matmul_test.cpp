@@ -1,14 +1,16 @@
 // --cpu-activations q8 (lib/backend/cpu/q8_matmul.h, kernels/q8_activations.cuh):
 //  * the portable quantizer against a straightforward restatement of llama.cpp's
-//    quantize_row_q8_0/_1 (its own rounding to even, the compiler's _Float16 for the fp16
-//    scales), on random blocks and on the edge cases: an all-zero block, one huge value, values
-//    landing exactly on .5 after scaling, negative zero;
+//    quantize_row_q8_0/_1 (its own rounding to even; the fp16 scales rounded by arithmetic,
+//    tests/engine/f16_reference.h), on random blocks and on the edge cases: an all-zero block,
+//    one huge value, values landing exactly on .5 after scaling, negative zero;
 //  * the portable matmul against sgemm on the dequantized weights and the exact activations,
 //    within the bound int8 rounding implies (derived at q8_bound);
 //  * the AVX2 and AVX-512 VNNI kernels against the portable one, bit for bit;
 //  * CpuBackend's q8 mode (linear, linear_group) running exactly those numbers, for any N.
 // Q8_0 and Q4_1, N = 1..8 and 37, odd block counts, output counts the threads do not divide.
 #include <gtest/gtest.h>
+
+#include "tests/engine/f16_reference.h"
 
 #include <cblas.h>
 
@@ -38,7 +40,7 @@ int round_even(float v) {   // floor, then the tie to the even neighbour
   if (frac > 0.5 || (frac == 0.5 && (r % 2 != 0))) ++r;
   return r;
 }
-float to_f16(float v) { return float(static_cast<_Float16>(v)); }   // the compiler's RNE conversion
+float to_f16(float v) { return test_f16::round_trip(v); }   // by arithmetic, not our bit manipulation
 
 struct Expected {
   std::vector<int> q;
