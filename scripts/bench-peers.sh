@@ -24,7 +24,7 @@ py=${LMSCOPE_PY:-$HOME/.cache/lmscope/golden-venv/bin/python}
 out=build/bench-peers
 
 fail() { echo "bench-peers: $*" >&2; exit 1; }
-scripts/build.sh >/dev/null
+scripts/build.sh >/dev/null || fail "the build failed (run scripts/build.sh to see why)"
 scripts/fetch-model.sh >/dev/null || fail "cannot fetch $model (scripts/fetch-model.sh)"
 llama_dir=$(scripts/build-llamacpp.sh) || fail "cannot build llama.cpp (scripts/build-llamacpp.sh)"
 llama_bench="$llama_dir/build/bin/llama-bench"
