@@ -14,18 +14,13 @@
 #include "backend/cpu/attention_block.h"
 #include "backend/cpu/attention_row.h"
 #include "backend/cpu/cpu_backend.h"
+#include "random_blocks.h"
 #include "kernels/attention_math.cuh"
 
 using namespace lmscope;
+using lmscope::test::randn;
 
 namespace {
-
-Tensor randn(const Shape& s, std::mt19937_64& rng) {
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Tensor t = Tensor::zeros(s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = normal(rng);
-  return t;
-}
 
 float max_abs(const Tensor& t) {
   float m = 0;

@@ -12,17 +12,12 @@
 
 #include "backend/cpu/attention_row.h"
 #include "backend/cpu/cpu_backend.h"
+#include "random_blocks.h"
 
 using namespace lmscope;
+using lmscope::test::randn;
 
 namespace {
-
-Tensor randn(const Shape& s, std::mt19937_64& rng) {
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Tensor t = Tensor::zeros(s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = normal(rng);
-  return t;
-}
 
 // |a - b| <= 1e-5 * (1 + max|b|) everywhere: float32 sums in another order.
 ::testing::AssertionResult close(const float* a, const float* b, int64_t n) {

@@ -59,13 +59,17 @@ inline RandomBlocks random_blocks(BlockType type, int64_t O, int64_t I, uint64_t
   return b;
 }
 
-// Standard-normal float32 values of shape s (the activations x of the matmul tests).
-inline Tensor randn(const Shape& s, uint64_t seed) {
-  std::mt19937_64 rng(seed);
+// Standard-normal float32 values of shape s, drawn from rng (the activations x of the matmul
+// tests, the q/k/v of the attention tests).
+inline Tensor randn(const Shape& s, std::mt19937_64& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   Tensor t = Tensor::zeros(s);
   for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = normal(rng);
   return t;
+}
+inline Tensor randn(const Shape& s, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  return randn(s, rng);
 }
 
 // |a - ref| <= 1e-5 * (1 + max|ref|) everywhere: float32 sums in another order.
