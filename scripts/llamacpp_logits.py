@@ -96,11 +96,8 @@ def ggml_version(d):
 
 
 def sha256(path):
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 # llama.cpp's per-layer tensors of the prefill -> lmscope's hooks (docs/hooks.md), for
