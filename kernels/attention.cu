@@ -18,6 +18,7 @@
 #include <string>
 
 #include "kernels/attention_math.cuh"
+#include "kernels/kernel_launch.cuh"
 #include "kernels/launch.h"
 #include "kernels/warp_reduce.cuh"
 
@@ -254,12 +255,12 @@ void attention_fused(const AttentionArgs& a, int splits, float* scratch, cudaStr
   const int64_t per_split = (a.S + splits - 1) / splits;
   const dim3 grid{unsigned(rows), unsigned(splits)};
   if (a.hd <= 128)
-    attention_fused_kernel<4><<<grid, kWarps * 32, 0, st>>>(a, per_split, scratch);
+    launch<attention_fused_kernel<4>>(grid, kWarps * 32, 0, st, a, per_split, scratch);
   else
-    attention_fused_kernel<8><<<grid, kWarps * 32, 0, st>>>(a, per_split, scratch);
+    launch<attention_fused_kernel<8>>(grid, kWarps * 32, 0, st, a, per_split, scratch);
   LMSCOPE_LAUNCHED(attention_fused_kernel);
   if (splits > 1) {
-    attention_combine_kernel<<<unsigned(rows), 128, 0, st>>>(a, splits, scratch);
+    launch<attention_combine_kernel>(unsigned(rows), 128, 0, st, a, splits, scratch);
     LMSCOPE_LAUNCHED(attention_combine_kernel);
   }
 }
@@ -268,13 +269,13 @@ void attention_scores(const AttentionArgs& a, float* scores, cudaStream_t st) {
   check_shapes(a);
   const int64_t rows = a.B * a.H * a.T;
   if (rows == 0) return;
-  attention_scores_kernel<<<unsigned(rows), 128, 0, st>>>(a, scores);
+  launch<attention_scores_kernel>(unsigned(rows), 128, 0, st, a, scores);
   LMSCOPE_LAUNCHED(attention_scores_kernel);
 }
 
 void attention_softmax(const float* scores, float* probs, int64_t rows, int64_t S, cudaStream_t st) {
   if (rows == 0 || S == 0) return;
-  attention_softmax_kernel<<<unsigned(rows), 256, 0, st>>>(scores, probs, S);
+  launch<attention_softmax_kernel>(unsigned(rows), 256, 0, st, scores, probs, S);
   LMSCOPE_LAUNCHED(attention_softmax_kernel);
 }
 
@@ -282,7 +283,7 @@ void attention_apply(const AttentionArgs& a, const float* probs, cudaStream_t st
   check_shapes(a);
   const int64_t rows = a.B * a.H * a.T;
   if (rows == 0) return;
-  attention_apply_kernel<<<unsigned(rows), 128, 0, st>>>(a, probs);
+  launch<attention_apply_kernel>(unsigned(rows), 128, 0, st, a, probs);
   LMSCOPE_LAUNCHED(attention_apply_kernel);
 }
 

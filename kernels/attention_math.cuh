@@ -62,7 +62,7 @@ LMSCOPE_HD float softmax_exp(float x) {
   p = fmaf(p, r, 1.0f);
   p = fmaf(p, r, 1.0f);
   const int bits = (int(n) + 127) << 23;   // 2^n, n in [-126, 0]
-#if defined(__CUDA_ARCH__)
+#if LMSCOPE_DEVICE_CODE
   return p * __int_as_float(bits);
 #else
   float two_n;

@@ -4,14 +4,14 @@
 #include <cstdint>
 #include <cstring>
 #include "kernels/hd.cuh"
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(LMSCOPE_EMULATED_DEVICE_CODE)
 #include <cuda_bf16.h>
 #endif
 
 namespace lmscope {
 
 LMSCOPE_HD float bits_to_f32(uint32_t bits) {
-#if defined(__CUDA_ARCH__)
+#if LMSCOPE_DEVICE_CODE
   return __uint_as_float(bits);
 #else
   float f;
@@ -21,7 +21,7 @@ LMSCOPE_HD float bits_to_f32(uint32_t bits) {
 }
 
 LMSCOPE_HD uint32_t f32_to_bits(float f) {
-#if defined(__CUDA_ARCH__)
+#if LMSCOPE_DEVICE_CODE
   return __float_as_uint(f);
 #else
   uint32_t bits;
@@ -46,7 +46,7 @@ LMSCOPE_HD uint16_t f32_to_bf16(float f) {
 // On the device the hardware conversion (cvt.rn.bf16.f32): the same value for every input
 // (round to nearest even; a NaN stays a NaN), in one instruction instead of eight.
 LMSCOPE_HD float matmul_operand_bf16(float x) {
-#if defined(__CUDA_ARCH__)
+#if LMSCOPE_DEVICE_CODE
   return __bfloat162float(__float2bfloat16_rn(x));
 #else
   return bf16_to_f32(f32_to_bf16(x));

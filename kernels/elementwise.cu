@@ -11,6 +11,7 @@
 
 #include "kernels/activation.cuh"
 #include "kernels/dtype_convert.cuh"
+#include "kernels/kernel_launch.cuh"
 #include "kernels/launch.h"
 #include "kernels/rmsnorm.cuh"
 #include "kernels/rope.cuh"
@@ -112,24 +113,33 @@ __global__ void bf16_to_f32_kernel(float* out, const uint16_t* x, int64_t n) {
   if (i < n) out[i] = lmscope::bf16_to_f32(x[i]);
 }
 
+// The device's nanosecond timer (PTX %globaltimer); the emulator reads the host's clock.
+__device__ __forceinline__ uint64_t globaltimer_ns() {
+#if defined(LMSCOPE_EMULATED_DEVICE_CODE)
+  return lmscope::cuda_emu::host_clock_ns();
+#else
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#endif
+}
+
 __global__ void spin_kernel(uint64_t ns) {
-  uint64_t start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < ns);
+  const uint64_t start = globaltimer_ns();
+  while (globaltimer_ns() - start < ns) {
+  }
 }
 
 }  // namespace
 
 void spin(int64_t us, cudaStream_t st) {
-  spin_kernel<<<1, 1, 0, st>>>(uint64_t(us) * 1000);
+  launch<spin_kernel>(1, 1, 0, st, uint64_t(us) * 1000);
   LMSCOPE_LAUNCHED(spin_kernel);
 }
 
 cudaError_t probe_kernel_image() {
   cudaFuncAttributes attr;
-  cudaError_t e = cudaFuncGetAttributes(&attr, add_kernel);
+  cudaError_t e = cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(&add_kernel));
   if (e != cudaSuccess) (void)cudaGetLastError();   // clear it
   return e;
 }
@@ -138,28 +148,28 @@ void embed(float* out, const int32_t* ids, const void* table, bool table_bf16, i
            cudaStream_t st) {
   if (N * D == 0) return;
   if (table_bf16)
-    embed_kernel<true><<<blocks_for(N * D), kBlock, 0, st>>>(out, ids, table, N, D, V);
+    launch<embed_kernel<true>>(blocks_for(N * D), kBlock, 0, st, out, ids, table, N, D, V);
   else
-    embed_kernel<false><<<blocks_for(N * D), kBlock, 0, st>>>(out, ids, table, N, D, V);
+    launch<embed_kernel<false>>(blocks_for(N * D), kBlock, 0, st, out, ids, table, N, D, V);
   LMSCOPE_LAUNCHED(embed_kernel);
 }
 
 void rmsnorm(float* out, const float* x, const float* weight, float eps, int64_t N, int64_t D, cudaStream_t st) {
   if (N == 0) return;
-  rmsnorm_kernel<<<unsigned(N), kBlock, 0, st>>>(out, x, weight, eps, D);
+  launch<rmsnorm_kernel>(unsigned(N), kBlock, 0, st, out, x, weight, eps, D);
   LMSCOPE_LAUNCHED(rmsnorm_kernel);
 }
 
 void add_bias(float* out, const float* bias, int64_t N, int64_t O, cudaStream_t st) {
   if (N * O == 0) return;
-  add_bias_kernel<<<blocks_for(N * O), kBlock, 0, st>>>(out, bias, N, O);
+  launch<add_bias_kernel>(blocks_for(N * O), kBlock, 0, st, out, bias, N, O);
   LMSCOPE_LAUNCHED(add_bias_kernel);
 }
 
 void split_heads(float* out, const float* x, int64_t B, int64_t T, int64_t Hx, int64_t hd, cudaStream_t st) {
   const int64_t n = B * T * Hx * hd;
   if (n == 0) return;
-  split_heads_kernel<<<blocks_for(n), kBlock, 0, st>>>(out, x, B, T, Hx, hd);
+  launch<split_heads_kernel>(blocks_for(n), kBlock, 0, st, out, x, B, T, Hx, hd);
   LMSCOPE_LAUNCHED(split_heads_kernel);
 }
 
@@ -167,31 +177,31 @@ void rope(float* out, const float* x, const float* cos, const float* sin, int64_
           int64_t hd, cudaStream_t st) {
   const int64_t n = B * Hx * T * hd;
   if (n == 0) return;
-  rope_kernel<<<blocks_for(n), kBlock, 0, st>>>(out, x, cos, sin, B, Hx, T, hd);
+  launch<rope_kernel>(blocks_for(n), kBlock, 0, st, out, x, cos, sin, B, Hx, T, hd);
   LMSCOPE_LAUNCHED(rope_kernel);
 }
 
 void swiglu(float* out, const float* gate, const float* up, int64_t n, cudaStream_t st) {
   if (n == 0) return;
-  swiglu_kernel<<<blocks_for(n), kBlock, 0, st>>>(out, gate, up, n);
+  launch<swiglu_kernel>(blocks_for(n), kBlock, 0, st, out, gate, up, n);
   LMSCOPE_LAUNCHED(swiglu_kernel);
 }
 
 void add(float* out, const float* a, const float* b, int64_t n, cudaStream_t st) {
   if (n == 0) return;
-  add_kernel<<<blocks_for(n), kBlock, 0, st>>>(out, a, b, n);
+  launch<add_kernel>(blocks_for(n), kBlock, 0, st, out, a, b, n);
   LMSCOPE_LAUNCHED(add_kernel);
 }
 
 void f32_to_bf16(uint16_t* out, const float* x, int64_t n, cudaStream_t st) {
   if (n == 0) return;
-  f32_to_bf16_kernel<<<blocks_for(n), kBlock, 0, st>>>(out, x, n);
+  launch<f32_to_bf16_kernel>(blocks_for(n), kBlock, 0, st, out, x, n);
   LMSCOPE_LAUNCHED(f32_to_bf16_kernel);
 }
 
 void bf16_to_f32(float* out, const uint16_t* x, int64_t n, cudaStream_t st) {
   if (n == 0) return;
-  bf16_to_f32_kernel<<<blocks_for(n), kBlock, 0, st>>>(out, x, n);
+  launch<bf16_to_f32_kernel>(blocks_for(n), kBlock, 0, st, out, x, n);
   LMSCOPE_LAUNCHED(bf16_to_f32_kernel);
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "kernels/dtype_convert.cuh"
+#include "kernels/kernel_launch.cuh"
 #include "kernels/launch.h"
 #include "kernels/warp_reduce.cuh"
 
@@ -105,10 +106,10 @@ void launch_gemv(float* out, const float* x, const WT* W, const float* bias, int
   const unsigned grid = unsigned((O + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const unsigned block = kWarpsPerBlock * 32;
   switch (N) {
-    case 1: gemv_kernel<WT, 1><<<grid, block, 0, st>>>(out, x, W, bias, O, I, vec); break;
-    case 2: gemv_kernel<WT, 2><<<grid, block, 0, st>>>(out, x, W, bias, O, I, vec); break;
-    case 3: gemv_kernel<WT, 3><<<grid, block, 0, st>>>(out, x, W, bias, O, I, vec); break;
-    case 4: gemv_kernel<WT, 4><<<grid, block, 0, st>>>(out, x, W, bias, O, I, vec); break;
+    case 1: launch<gemv_kernel<WT, 1>>(grid, block, 0, st, out, x, W, bias, O, I, vec); break;
+    case 2: launch<gemv_kernel<WT, 2>>(grid, block, 0, st, out, x, W, bias, O, I, vec); break;
+    case 3: launch<gemv_kernel<WT, 3>>(grid, block, 0, st, out, x, W, bias, O, I, vec); break;
+    case 4: launch<gemv_kernel<WT, 4>>(grid, block, 0, st, out, x, W, bias, O, I, vec); break;
     default: throw std::logic_error("gemv: N = " + std::to_string(N) + " rows, at most 4");
   }
   LMSCOPE_LAUNCHED(gemv_kernel);

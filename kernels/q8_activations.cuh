@@ -41,7 +41,7 @@ constexpr int kLanes = 8;    // float accumulators per output; lane k owns eleme
 
 // a * b + c rounded once.
 LMSCOPE_HD float fused(float a, float b, float c) {
-#if defined(__CUDA_ARCH__)
+#if LMSCOPE_DEVICE_CODE
   return __fmaf_rn(a, b, c);
 #else
   return std::fma(a, b, c);
@@ -50,7 +50,7 @@ LMSCOPE_HD float fused(float a, float b, float c) {
 
 // Nearest integer, ties to even (_mm256_round_ps with _MM_ROUND_NEAREST).
 LMSCOPE_HD int round_half_even(float v) {
-#if defined(__CUDA_ARCH__)
+#if LMSCOPE_DEVICE_CODE
   return __float2int_rn(v);
 #else
   return int(std::nearbyint(v));   // the default rounding mode: to nearest, ties to even

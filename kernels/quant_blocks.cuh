@@ -38,21 +38,21 @@ LMSCOPE_HD float load_f16(const uint8_t* p) { return f16_to_f32(load_u16(p)); }
 // default, which rounds once; the intrinsics forbid that. Host builds for a target without
 // FMA (the default x86-64) cannot contract; gguf_dequant.cpp also turns contraction off.
 LMSCOPE_HD float mul_add(float a, float b, float c) {
-#if defined(__CUDA_ARCH__)
+#if LMSCOPE_DEVICE_CODE
   return __fadd_rn(__fmul_rn(a, b), c);
 #else
   return a * b + c;
 #endif
 }
 LMSCOPE_HD float mul_sub(float a, float b, float c) {
-#if defined(__CUDA_ARCH__)
+#if LMSCOPE_DEVICE_CODE
   return __fsub_rn(__fmul_rn(a, b), c);
 #else
   return a * b - c;
 #endif
 }
 LMSCOPE_HD float mul(float a, float b) {
-#if defined(__CUDA_ARCH__)
+#if LMSCOPE_DEVICE_CODE
   return __fmul_rn(a, b);
 #else
   return a * b;

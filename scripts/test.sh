@@ -9,3 +9,7 @@ scripts/fetch-r1-tokenizer.sh || echo "test: the DeepSeek-R1-Distill GGUF header
 # ctest runs two tests at once on the two cores: one OpenMP thread each. Two-thread tests side
 # by side spin against each other (measured: 182 s of tests instead of 28 s).
 OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} ctest --test-dir build --output-on-failure -j2
+# The CUDA backend and kernels executed on the CPU emulator (docs/cuda.md): a build of their
+# own (LMSCOPE_CUDA=EMULATED), where every test of tests/cuda runs without a GPU.
+scripts/build-cuda-emulated.sh
+OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} ctest --test-dir build-cuda-emu --output-on-failure -j2 -R Cuda

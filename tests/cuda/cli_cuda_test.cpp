@@ -1,7 +1,8 @@
 // The tools without a usable device: `--backend cuda` is one line on stderr that suggests
 // `--backend cpu`, and a non-zero exit; `--backend auto` falls back to the CPU. Runs where no
-// device is usable (CI, this machine); skipped, with the reason, where one is, and there
-// AutoPicksAUsableDevice runs instead.
+// device is usable (CI, this machine), and in the emulated build with its device hidden
+// (LMSCOPE_CUDA_EMULATOR_DEVICES=0); skipped, with the reason, where a real one is, and there
+// AutoPicksAUsableDevice runs instead. In the emulated build auto never picks the emulator.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +15,15 @@
 namespace {
 
 const std::string kBin = LMSCOPE_BINARY_DIR, kRoot = LMSCOPE_SOURCE_DIR;
+
+// In the emulated build, hides the emulator's device from this process and the tools it runs
+// while in scope; elsewhere nothing.
+struct HiddenEmulatedDevice {
+#if LMSCOPE_CUDA_EMULATED
+  HiddenEmulatedDevice() { ::setenv("LMSCOPE_CUDA_EMULATOR_DEVICES", "0", 1); }
+  ~HiddenEmulatedDevice() { ::unsetenv("LMSCOPE_CUDA_EMULATOR_DEVICES"); }
+#endif
+};
 
 bool device_usable() {
   try {
@@ -38,6 +48,7 @@ int run(const std::string& cmd, std::string* err) {
 }  // namespace
 
 TEST(CudaCli, NoDeviceIsOneLineSuggestingTheCpu) {
+  HiddenEmulatedDevice hidden;
   if (device_usable()) GTEST_SKIP() << "a CUDA device is usable here: nothing to refuse";
   const std::string model = kRoot + "/golden/models/tiny-qwen2";
   for (const std::string& cmd :
@@ -52,6 +63,7 @@ TEST(CudaCli, NoDeviceIsOneLineSuggestingTheCpu) {
 }
 
 TEST(CudaCli, AutoFallsBackToTheCpuAndBf16NeedsCuda) {
+  HiddenEmulatedDevice hidden;
   if (device_usable()) GTEST_SKIP() << "a CUDA device is usable here: auto picks it";
   EXPECT_EQ(lmscope::make_backend("auto")->name(), "cpu");
   EXPECT_THROW(lmscope::make_backend("cpu", "bf16"), std::runtime_error);
@@ -62,7 +74,13 @@ TEST(CudaCli, AutoFallsBackToTheCpuAndBf16NeedsCuda) {
 }
 
 // The counterpart where a device is usable (the GPU machine): auto picks CUDA, in both dtypes.
+// The emulator's device is taken only when asked for: auto stays on the CPU.
 TEST(CudaCli, AutoPicksAUsableDevice) {
+#if LMSCOPE_CUDA_EMULATED
+  EXPECT_EQ(lmscope::make_backend("cuda")->name(), "cuda");
+  EXPECT_EQ(lmscope::make_backend("auto")->name(), "cpu");
+  return;
+#endif
   if (!device_usable()) GTEST_SKIP() << "this machine has no usable CUDA device: the fallback tests above cover auto";
   EXPECT_EQ(lmscope::make_backend("auto")->name(), "cuda");
   EXPECT_EQ(lmscope::make_backend("auto", "bf16")->compute_dtype(), "bf16");

@@ -39,7 +39,14 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const std::string
   if (name == "cuda" || name == "auto") {
 #if LMSCOPE_WITH_CUDA
     std::string why;
-    if (cuda_device_usable(&why)) return make_cuda_backend(dtype);
+#if LMSCOPE_CUDA_EMULATED
+    // The emulated device (docs/cuda.md) runs CUDA's code on the CPU, slowly: only when asked.
+    const bool usable = name == "cuda" && cuda_device_usable(&why);
+    if (name == "auto") why = "the CUDA backend of this build is the CPU emulator";
+#else
+    const bool usable = cuda_device_usable(&why);
+#endif
+    if (usable) return make_cuda_backend(dtype);
     if (name == "cuda")
       throw std::runtime_error("--backend cuda: no usable CUDA device (" + why + "); use --backend cpu");
 #else
