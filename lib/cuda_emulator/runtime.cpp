@@ -179,7 +179,6 @@ cudaError_t fail(cudaError_t e, const std::string& report) {
   last_error = e;
   last_report = report;
   last_report_code = e;
-  std::fprintf(stderr, "lmscope CUDA emulator: %s\n", report.c_str());
   return e;
 }
 

@@ -25,8 +25,8 @@ struct Allocation {
 bool find_allocation(const void* p, size_t bytes, Allocation* out);
 bool is_device_pointer(const void* p);
 
-// Sets the last error (cudaGetLastError) with a report that cudaGetErrorString returns, and
-// prints the report once on stderr. Returns e.
+// Sets the last error (cudaGetLastError) with a report that cudaGetErrorString returns (the
+// backend's error checks put it in their exception's message). Returns e.
 cudaError_t fail(cudaError_t e, const std::string& report);
 
 // One piece of stream work: what it is (a kernel's name, "memcpy", "gemm"), and the work.

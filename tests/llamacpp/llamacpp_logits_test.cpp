@@ -84,45 +84,60 @@ const std::vector<float>& q8_noise_floor(const Reference& ref) {
   return it->second;
 }
 
-// The checks shared by the committed and the live reference.
+// The checks shared by the committed and the live reference. The logit tolerance comes from
+// our own engine (q8_noise_floor above): 0 where the floor is 0, else kFloorMultiple times the
+// largest floor. Both modes' top-1 choices are held to llama.cpp's where llama.cpp's own top-2
+// margin is larger than that tolerance; a nearer tie may go either way (docs/benchmarks.md).
 void check_against(const Reference& ref, const char* name) {
   const LoadedModel m = load_model(kModel);
   const size_t rows = ref.input_ids.size() + ref.decode_ids.size();
-  auto exact_backend = make_backend("cpu");
-  const std::vector<RowDiff> exact = row_diffs(run_ours(m, *exact_backend, ref), ref.logits);
-  print_rows(std::string(name) + ", exact (float32 activations)", exact, ref.logits.prompt_rows);
-  ASSERT_EQ(exact.size(), rows);
-  for (size_t r = 0; r < rows; ++r) EXPECT_TRUE(exact[r].top1_equal) << "exact mode, row " << r;
-
-  auto q8_backend = make_backend("cpu", "f32", "q8");
-  const std::vector<RowDiff> q8 = row_diffs(run_ours(m, *q8_backend, ref), ref.logits);
-  print_rows(std::string(name) + ", q8 activations", q8, ref.logits.prompt_rows);
-  ASSERT_EQ(q8.size(), rows);
-  for (size_t r = 0; r < rows; ++r) EXPECT_TRUE(q8[r].top1_equal) << "q8 mode, row " << r;
 
   const std::vector<float>& floor = q8_noise_floor(ref);
   ASSERT_EQ(floor.size(), rows);
   std::vector<RowDiff> floor_rows;
-  for (float f : floor) floor_rows.push_back({f, true});
+  for (float f : floor) floor_rows.push_back({f, true, 0});
   print_rows("q8 noise floor (q8, tiled vs row attention)", floor_rows, ref.logits.prompt_rows, false);
   ASSERT_GT(*std::max_element(floor.begin(), floor.end()), 0.0f)
       << "the two attention paths gave identical q8 logits at every row: no noise floor to set the tolerance with";
-  int exact_outside = 0, floor_zero = 0;
-  float ratio = 0;   // the largest q8 difference / floor where the floor is not 0
   const float chaos = kFloorMultiple * *std::max_element(floor.begin(), floor.end());
+  auto tolerance = [&](size_t r) { return floor[r] == 0 ? 0.0f : chaos; };
+
+  auto exact_backend = make_backend("cpu");
+  const std::vector<RowDiff> exact = row_diffs(run_ours(m, *exact_backend, ref), ref.logits);
+  print_rows(std::string(name) + ", exact (float32 activations)", exact, ref.logits.prompt_rows);
+  ASSERT_EQ(exact.size(), rows);
+  auto q8_backend = make_backend("cpu", "f32", "q8");
+  const std::vector<RowDiff> q8 = row_diffs(run_ours(m, *q8_backend, ref), ref.logits);
+  print_rows(std::string(name) + ", q8 activations", q8, ref.logits.prompt_rows);
+  ASSERT_EQ(q8.size(), rows);
+
+  int exact_outside = 0, floor_zero = 0, clear_rows = 0;
+  float ratio = 0;   // the largest q8 difference / floor where the floor is not 0
+  std::string near_ties;
   for (size_t r = 0; r < rows; ++r) {
-    const float tol = floor[r] == 0 ? 0.0f : chaos;
+    const float tol = tolerance(r);
     EXPECT_LE(q8[r].max_abs, tol) << "q8 mode, row " << r << ": noise floor " << floor[r];
+    EXPECT_TRUE(top1_holds(exact[r], chaos)) << "exact mode, row " << r << ": top-1 differs from llama.cpp's, whose "
+                                             << "top-2 margin " << exact[r].ref_margin << " > tolerance " << chaos;
+    EXPECT_TRUE(top1_holds(q8[r], tol)) << "q8 mode, row " << r << ": top-1 differs from llama.cpp's, whose top-2 "
+                                        << "margin " << q8[r].ref_margin << " > tolerance " << tol;
+    clear_rows += q8[r].ref_margin > chaos;
+    if (!exact[r].top1_equal || !q8[r].top1_equal)
+      near_ties += " row " + std::to_string(r) + " (margin " + std::to_string(q8[r].ref_margin) + ")";
     exact_outside += exact[r].max_abs > tol;
     floor_zero += floor[r] == 0;
     if (floor[r] > 0) ratio = std::max(ratio, q8[r].max_abs / floor[r]);
   }
   std::printf("[ measure ] %s: rows with a zero floor %d (q8 must be bit-identical there), elsewhere a tolerance of "
               "%.3g (%.0fx the largest floor; the largest q8/floor of a row is %.2f); exact mode outside the "
-              "tolerance at %d/%zu rows\n",
-              name, floor_zero, chaos, kFloorMultiple, ratio, exact_outside, rows);
-  // The check has power: exact mode (llama.cpp's rounding absent) fails it.
+              "tolerance at %d/%zu rows; top-1 held at the %d/%zu rows whose llama.cpp margin exceeds it; "
+              "near ties that went the other way:%s\n",
+              name, floor_zero, chaos, kFloorMultiple, ratio, exact_outside, rows, clear_rows, rows,
+              near_ties.empty() ? " none" : near_ties.c_str());
+  // The checks have power: exact mode (llama.cpp's rounding absent) fails the logit tolerance,
+  // and most rows are clear enough for their top-1 to be checked.
   EXPECT_GT(exact_outside, 0);
+  EXPECT_GE(2 * clear_rows, int(rows)) << "fewer than half the rows have a top-2 margin above the tolerance";
 }
 
 }  // namespace

@@ -93,10 +93,12 @@ inline Logits trace_logits(const std::string& path, int steps) {
   return out;
 }
 
-// Row by row: max |a - b| over the vocabulary, and whether the argmaxes agree.
+// Row by row: max |a - b| over the vocabulary, whether the argmaxes agree, and the reference
+// b's own margin between its best and second-best logit (how near a tie its choice is).
 struct RowDiff {
   float max_abs = 0;
   bool top1_equal = false;
+  float ref_margin = 0;
 };
 
 inline int64_t argmax(const float* x, int64_t n) { return std::max_element(x, x + n) - x; }
@@ -107,10 +109,22 @@ inline std::vector<RowDiff> row_diffs(const Logits& a, const Logits& b) {
     RowDiff d;
     for (int64_t v = 0; v < a.vocab; ++v) d.max_abs = std::max(d.max_abs, std::fabs(a.row(r)[v] - b.row(r)[v]));
     d.top1_equal = argmax(a.row(r), a.vocab) == argmax(b.row(r), b.vocab);
+    float best = -INFINITY, second = -INFINITY;
+    for (int64_t v = 0; v < b.vocab; ++v) {
+      const float x = b.row(r)[v];
+      if (x > best) second = best, best = x;
+      else if (x > second) second = x;
+    }
+    d.ref_margin = best - second;
     out.push_back(d);
   }
   return out;
 }
+
+// A top-1 disagreement counts only where the reference's own choice is clear: its top-2
+// margin is larger than the logit tolerance `tol` (two runs that may each differ by tol can
+// order a nearer pair either way).
+inline bool top1_holds(const RowDiff& d, float tol) { return d.top1_equal || d.ref_margin <= tol; }
 
 inline float max_over(const std::vector<RowDiff>& d) {
   float m = 0;

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The numeric tests again under each CPU kernel this processor runs, forced one at a time
+# (LMSCOPE_CPU_KERNEL; the default run of scripts/test.sh takes the widest). A user's machine
+# may pick another kernel than the one CI's processor picks by default: an AVX2-only laptop
+# runs the avx2 kernels, a machine without AVX2 the portable ones. So CI (.ci/run) runs the
+# goldens, the llama.cpp reference, the engine's numerics, the quantization and lens tests and
+# the SmolLM2 golden under every kernel its processor can run.
+#   scripts/test-cpu-kernels.sh                 after scripts/test.sh (uses build/)
+#   scripts/test-cpu-kernels.sh avx2            one kernel
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# The default run took the widest kernel (avx512 where the processor has AVX-512 F, else avx2
+# where it has AVX2 + FMA + F16C, else portable: lib/backend/cpu/block_matmul.cpp). Here: each
+# narrower one.
+flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
+has() { for f in "$@"; do [[ " $flags " == *" $f "* ]] || return 1; done; }
+kernels=("$@")
+if [ ${#kernels[@]} -eq 0 ]; then
+  kernels=(portable)
+  has avx512f && has avx2 fma f16c && kernels+=(avx2)
+fi
+# Test names (ctest -R): the HF goldens, llama.cpp's logits, the engine's numerics, the
+# quantization and lens tests, the CLI goldens. Lessons and the report are not numerics.
+numeric='Golden|LlamaCpp|Decoder|Attention|BlockMatmul|Q8|Quant|Lens|Score|Cache|Padding|Tolerance'
+for k in "${kernels[@]}"; do
+  echo "test-cpu-kernels: LMSCOPE_CPU_KERNEL=$k"
+  LMSCOPE_CPU_KERNEL=$k OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} \
+    ctest --test-dir build --output-on-failure -j2 -R "$numeric" -E 'Walkthrough|Readme'
+done
