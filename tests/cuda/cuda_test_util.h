@@ -50,6 +50,18 @@ inline std::unique_ptr<Backend> cuda_backend_with(const char* var, const char* v
     if (!var) GTEST_SKIP() << "no CUDA device: " << why_;                    \
   }
 
+// The bound of a kernel that does the CPU's per-element arithmetic (kernels/*.cuh) in the CPU's
+// order: 0 on the CPU emulator (the same host math, no contraction: bit for bit); on a GPU nvcc
+// contracts a*b+c into an FMA and the device's expf differs in the last bit, so `gpu_rtol`.
+inline double same_math_rtol(double gpu_rtol) {
+#if LMSCOPE_CUDA_EMULATED
+  (void)gpu_rtol;
+  return 0;
+#else
+  return gpu_rtol;
+#endif
+}
+
 // Normal(0, std) + offset, float32 host tensor.
 inline Tensor randn(const Shape& shape, uint64_t seed, float std = 1.0f, float offset = 0.0f) {
   std::mt19937_64 rng(seed);

@@ -263,12 +263,11 @@ TEST(CudaEmulator, CublasStandInComputesAndChecksItsArguments) {
                     double(tb ? B[j + size_t(p) * ldb] : B[p + size_t(j) * ldb]);
           EXPECT_NEAR(got[i + size_t(j) * ldc], want, 1e-4) << "ta " << ta << " tb " << tb << " (" << i << "," << j << ")";
         }
-      // the same call with the transposes swapped reads past the operands: refused
-      if (ta != tb || m != k)
-        EXPECT_NE(cublasSgemm(h, ta ? CUBLAS_OP_N : CUBLAS_OP_T, ob, m, n, k, &one, dA.p, lda, dB.p, ldb, &zero, dC.p,
-                              ldc),
-                  CUBLAS_STATUS_SUCCESS)
-            << "A's transpose swapped";
+      // the same call with A's transpose swapped reads past A (m != k): refused
+      EXPECT_NE(cublasSgemm(h, ta ? CUBLAS_OP_N : CUBLAS_OP_T, ob, m, n, k, &one, dA.p, lda, dB.p, ldb, &zero, dC.p,
+                            ldc),
+                CUBLAS_STATUS_SUCCESS)
+          << "A's transpose swapped";
       EXPECT_EQ(cublasSgemm(h, oa, ob, m, n, k, &one, dA.p, lda, dB.p, ldb, &zero, dC.p, m - 1),
                 CUBLAS_STATUS_INVALID_VALUE)
           << "ldc < m";

@@ -202,7 +202,7 @@ TEST(CudaKernels, SplitHeadsAndRope) {
     gpu->split_heads(s, gpu->upload(x));
     gpu->rope(r, s, gpu->upload(cos), gpu->upload(sin));
     EXPECT_TRUE(close(host(*gpu, s), ref_s, 0, 0)) << "split_heads B=" << B << " T=" << T;
-    EXPECT_TRUE(close(host(*gpu, r), ref_r, 0, 1e-6)) << "rope B=" << B << " T=" << T;
+    EXPECT_TRUE(close(host(*gpu, r), ref_r, 0, same_math_rtol(1e-6))) << "rope B=" << B << " T=" << T;
   }
 }
 
@@ -245,7 +245,7 @@ TEST(CudaKernels, SwigluAndAdd) {
     Tensor s = gpu->alloc({n}), ad = gpu->alloc({n});
     gpu->swiglu(s, ga, gb);
     gpu->add(ad, ga, gb);
-    EXPECT_TRUE(close(host(*gpu, s), rs, 0, 1e-6)) << n;
+    EXPECT_TRUE(close(host(*gpu, s), rs, 0, same_math_rtol(1e-6))) << n;
     EXPECT_TRUE(close(host(*gpu, ad), ra, 0, 0)) << n;
   }
 }
