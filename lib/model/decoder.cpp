@@ -4,6 +4,7 @@
 // D hidden, H query heads, Hkv KV heads, hd head dim, F FFN width, V vocab.
 #include "model/decoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -203,21 +204,36 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
   hook(Hook::FinalNorm, -1, xf);
   quant_hooks(Hook::QuantFinalNormQ8, Hook::QuantFinalNormQ8Scale, -1, xf, w_.lm_head, xf.shape());
 
-  // The head is the largest matmul of a decode step's prefill; generation needs only the
-  // last column, unless the logits hook asks for every position.
-  if (which == LogitsFor::AllPositions || wants(Hook::Logits, -1)) {
-    Tensor logits = be.alloc({B, T, V});                     // logits: [B,T,V]
-    be.linear(logits, xf, w_.lm_head, Tensor());
-    hook(Hook::Logits, -1, logits);
-    Tensor logits_host = be.to_host(logits);
+  // The head. The last column is computed on its own (B rows) whatever else is asked for, so
+  // that what generation samples from does not depend on whether the logits hook (or the
+  // caller) wants every position: a backend may round a row of a B*T-row matmul otherwise than
+  // the same row among B (CPU float32: sgemm panels against the decode kernels). Every
+  // position, when wanted, comes from one matmul over all T columns, and its last column is
+  // then replaced by that one. The head is the largest matmul of a decode step; its last
+  // column alone is what generation needs.
+  Tensor last = be.alloc({B, 1, D});                         // last: [B,1,D] column T-1
+  be.select_column(last, xf, T - 1);
+  Tensor last_logits = be.alloc({B, 1, V});                  // last_logits: [B,1,V]
+  be.linear(last_logits, last, w_.lm_head, Tensor());
+  if (which == LogitsFor::LastPosition && !wants(Hook::Logits, -1)) {
+    Tensor logits_host = be.to_host(last_logits);
     hooked.flush();
     return logits_host;
   }
-  Tensor last = be.alloc({B, 1, D});                         // last: [B,1,D] column T-1
-  be.select_column(last, xf, T - 1);
-  Tensor logits = be.alloc({B, 1, V});                       // logits: [B,1,V]
-  be.linear(logits, last, w_.lm_head, Tensor());
+  if (T == 1) {   // every position is the last one
+    hook(Hook::Logits, -1, last_logits);
+    Tensor logits_host = be.to_host(last_logits);
+    hooked.flush();
+    return logits_host;
+  }
+  Tensor logits = be.alloc({B, T, V});                       // logits: [B,T,V]
+  be.linear(logits, xf, w_.lm_head, Tensor());
+  // On the host (the CPU backend's to_host is the tensor itself: nothing reads it after this).
   Tensor logits_host = be.to_host(logits);
+  const Tensor last_host = be.to_host(last_logits);
+  for (int64_t b = 0; b < B; ++b)
+    std::copy_n(last_host.f32() + b * V, V, logits_host.f32() + (b * T + T - 1) * V);
+  hook(Hook::Logits, -1, logits_host);
   hooked.flush();
   return logits_host;
 }
