@@ -4,6 +4,7 @@
 // D hidden, H query heads, Hkv KV heads, hd head dim, F FFN width, V vocab.
 #include "model/decoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -91,6 +92,30 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
   be.embed(x, be.upload(in.input_ids), w_.embed);
   hook(Hook::Embed, -1, x);
 
+  // The head on normed [B,T,D]. Its last column is computed on its own (B rows) whatever
+  // else is asked for, so that what generation samples from does not depend on whether the
+  // logits hook (or the caller) wants every position: a backend may round a row of a B*T-row
+  // matmul otherwise than the same row among B (CPU float32: sgemm panels against the decode
+  // kernels). last_column: [B,1,V] on the backend. every_position: host [B,T,V] from one
+  // matmul over all T columns, its last column replaced by last_column's.
+  auto last_column = [&](const Tensor& normed) {
+    Tensor last = be.alloc({B, 1, D});                       // last: [B,1,D] column T-1
+    be.select_column(last, normed, T - 1);
+    Tensor logits = be.alloc({B, 1, V});                     // logits: [B,1,V]
+    be.linear(logits, last, w_.lm_head, Tensor());
+    return logits;
+  };
+  auto every_position = [&](const Tensor& normed) {
+    const Tensor last_host = be.to_host(last_column(normed));
+    if (T == 1) return last_host;   // every position is the last one
+    Tensor logits = be.alloc({B, T, V});                     // logits: [B,T,V]
+    be.linear(logits, normed, w_.lm_head, Tensor());
+    // On the host (the CPU backend's to_host is the tensor itself: nothing reads it after this).
+    Tensor host = be.to_host(logits);
+    for (int64_t b = 0; b < B; ++b) std::copy_n(last_host.f32() + b * V, V, host.f32() + (b * T + T - 1) * V);
+    return host;
+  };
+
   // The logit lens of layer l (model/lens.h): the final norm and the head on resid_post, with
   // the ops and weights of the real logits below. Runs only for a layer whose lens.* hooks
   // are wanted; its top K are found on the host (a synchronous copy: lens runs trade speed
@@ -99,11 +124,10 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     if (!wants(Hook::LensLogits, l) && !wants(Hook::LensTopkIds, l) && !wants(Hook::LensTopkProbs, l)) return;
     Tensor normed = be.alloc({B, T, D});                     // normed: [B,T,D]
     be.rmsnorm(normed, resid, w_.final_norm, cfg_.rms_norm_eps);
-    Tensor lens_logits = be.alloc({B, T, V});                // lens_logits: [B,T,V]
-    be.linear(lens_logits, normed, w_.lm_head, Tensor());
+    const Tensor lens_logits = every_position(normed);       // lens_logits: [B,T,V] host
     hook(Hook::LensLogits, l, lens_logits);
     if (!wants(Hook::LensTopkIds, l) && !wants(Hook::LensTopkProbs, l)) return;
-    const LensTopK top = lens_top_k(be.to_host(lens_logits), trace->lens_top_k());
+    const LensTopK top = lens_top_k(lens_logits, trace->lens_top_k());
     hook(Hook::LensTopkIds, l, top.ids);
     hook(Hook::LensTopkProbs, l, top.probs);
   };
@@ -203,21 +227,15 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
   hook(Hook::FinalNorm, -1, xf);
   quant_hooks(Hook::QuantFinalNormQ8, Hook::QuantFinalNormQ8Scale, -1, xf, w_.lm_head, xf.shape());
 
-  // The head is the largest matmul of a decode step's prefill; generation needs only the
-  // last column, unless the logits hook asks for every position.
-  if (which == LogitsFor::AllPositions || wants(Hook::Logits, -1)) {
-    Tensor logits = be.alloc({B, T, V});                     // logits: [B,T,V]
-    be.linear(logits, xf, w_.lm_head, Tensor());
-    hook(Hook::Logits, -1, logits);
-    Tensor logits_host = be.to_host(logits);
+  // The head: the last column alone for generation (the largest matmul of a decode step),
+  // every position when the logits hook or the caller asks for them.
+  if (which == LogitsFor::LastPosition && !wants(Hook::Logits, -1)) {
+    Tensor logits_host = be.to_host(last_column(xf));
     hooked.flush();
     return logits_host;
   }
-  Tensor last = be.alloc({B, 1, D});                         // last: [B,1,D] column T-1
-  be.select_column(last, xf, T - 1);
-  Tensor logits = be.alloc({B, 1, V});                       // logits: [B,1,V]
-  be.linear(logits, last, w_.lm_head, Tensor());
-  Tensor logits_host = be.to_host(logits);
+  Tensor logits_host = every_position(xf);
+  hook(Hook::Logits, -1, logits_host);
   hooked.flush();
   return logits_host;
 }

@@ -1,14 +1,17 @@
-// CpuBackend::attention's tiled prefill path (backend/cpu/attention_block.h: T > 1, no scores
-// or probs asked for) against its row path with scores and probs asked for (the scalar loops
-// of attention_row.h, the reference the HF goldens check), on random q/k/v: grouped KV heads,
-// a causal mask with and without a cached past, a left-padded batch of 2 whose first query is
-// fully masked, S on and off a multiple of the key block, masks no shape predicts.
+// CpuBackend::attention's tiled prefill path (backend/cpu/attention_block.h: T > 1) against
+// the row path with the scalar loops (attention_row.h's attention_rows, the reference), on
+// random q/k/v: grouped KV heads, a causal mask with and without a cached past, a left-padded
+// batch of 2 whose first query is fully masked, S on and off a multiple of the key block,
+// masks no shape predicts. z within the rounding bound below, and the same bits whether or not
+// the scores and probs are asked for; those within the bound of their own.
 #include <gtest/gtest.h>
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/attention_block.h"
@@ -47,10 +50,11 @@ float max_row_norm(const Tensor& t, int64_t hd) {
 //  - z = sum p v: that L1 change times max|v|, plus each path's sum of S products, S u max|v|.
 // So |dz| <= max|v| (2 dw + 4 (S + 4) u). A wrong block, a missed rescale or a masked key let
 // in moves z by a sizable fraction of max|v|, orders of magnitude above this.
+double score_bound(const Tensor& q, const Tensor& k, int64_t hd, float scale) {
+  return 2.0 * hd * std::ldexp(1.0, -24) * scale * max_row_norm(q, hd) * max_row_norm(k, hd);
+}
 double bound(const Tensor& q, const Tensor& k, const Tensor& v, int64_t hd, int64_t S, float scale) {
-  const double u = std::ldexp(1.0, -24);
-  const double dw = 2.0 * hd * u * scale * max_row_norm(q, hd) * max_row_norm(k, hd);
-  return max_abs(v) * (2 * dw + 4.0 * (S + 4) * u);
+  return max_abs(v) * (2 * score_bound(q, k, hd, scale) + 4.0 * (S + 4) * std::ldexp(1.0, -24));
 }
 
 ::testing::AssertionResult within(const Tensor& a, const Tensor& b, double tol) {
@@ -68,6 +72,22 @@ struct Case {
   int64_t B, H, Hkv, T, S, hd;
 };
 
+// The scores and probs against the reference's: a masked entry masked in both, an unmasked
+// score within dw, a probability within the L1 bound 2 dw + 2 (S + 4) u.
+::testing::AssertionResult hooked_within(const Tensor& scores, const Tensor& probs, const Tensor& ref_scores,
+                                         const Tensor& ref_probs, double dw, int64_t S) {
+  const double dp = 2 * dw + 2.0 * (S + 4) * std::ldexp(1.0, -24);
+  for (int64_t i = 0; i < ref_scores.numel(); ++i) {
+    const float s = scores.f32()[i], r = ref_scores.f32()[i];
+    if (is_masked(s) != is_masked(r) || (!is_masked(r) && !(std::fabs(double(s) - r) <= dw)))
+      return ::testing::AssertionFailure() << "score " << i << ": " << s << " against " << r << " (bound " << dw << ")";
+    if (!(std::fabs(double(probs.f32()[i]) - ref_probs.f32()[i]) <= dp))
+      return ::testing::AssertionFailure() << "prob " << i << ": " << probs.f32()[i] << " against "
+                                           << ref_probs.f32()[i] << " (bound " << dp << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // Runs both paths on one random case with mask(b, t, s) -> visible?, and compares.
 void check_case(CpuBackend& cpu, std::mt19937_64& rng, const Case& c,
                 const std::function<bool(int64_t, int64_t, int64_t)>& visible, float masked = -FLT_MAX) {
@@ -78,13 +98,27 @@ void check_case(CpuBackend& cpu, std::mt19937_64& rng, const Case& c,
   for (int64_t b = 0; b < c.B; ++b)
     for (int64_t t = 0; t < c.T; ++t)
       for (int64_t s = 0; s < c.S; ++s) mask.f32()[(b * c.T + t) * c.S + s] = visible(b, t, s) ? 0.0f : masked;
-  Tensor z_blk = cpu.alloc({c.B, c.T, c.H, c.hd}), z_ref = cpu.alloc({c.B, c.T, c.H, c.hd});
+  Tensor z_blk = cpu.alloc({c.B, c.T, c.H, c.hd}), z_hooked = cpu.alloc({c.B, c.T, c.H, c.hd});
+  Tensor z_ref = cpu.alloc({c.B, c.T, c.H, c.hd});
   Tensor scores = cpu.alloc({c.B, c.H, c.T, c.S}), probs = cpu.alloc({c.B, c.H, c.T, c.S});
+  Tensor ref_scores = cpu.alloc({c.B, c.H, c.T, c.S}), ref_probs = cpu.alloc({c.B, c.H, c.T, c.S});
   const float scale = 1.0f / std::sqrt(float(c.hd));
   cpu.attention(z_blk, q, k, v, c.S, mask, scale, nullptr, nullptr);
-  cpu.attention(z_ref, q, k, v, c.S, mask, scale, &scores, &probs);
-  EXPECT_TRUE(within(z_blk, z_ref, bound(q, k, v, c.hd, c.S, scale)))
-      << "B=" << c.B << " H=" << c.H << " Hkv=" << c.Hkv << " T=" << c.T << " S=" << c.S << " hd=" << c.hd;
+  cpu.attention(z_hooked, q, k, v, c.S, mask, scale, &scores, &probs);
+  cpu::attention_rows(cpu::kScalarRowLoops, z_ref.f32(), q.f32(), k.f32(), v.f32(), mask.f32(),
+                      {c.B, c.H, c.Hkv, c.T, c.hd, c.S, Smax}, scale, ref_scores.f32(), ref_probs.f32());
+  const std::string where = "B=" + std::to_string(c.B) + " H=" + std::to_string(c.H) + " Hkv=" + std::to_string(c.Hkv) +
+                            " T=" + std::to_string(c.T) + " S=" + std::to_string(c.S) + " hd=" + std::to_string(c.hd);
+  EXPECT_TRUE(within(z_blk, z_ref, bound(q, k, v, c.hd, c.S, scale))) << where;
+  EXPECT_EQ(0, std::memcmp(z_blk.f32(), z_hooked.f32(), z_blk.nbytes())) << where << ": the hooks changed z";
+  EXPECT_TRUE(hooked_within(scores, probs, ref_scores, ref_probs, score_bound(q, k, c.hd, scale), c.S)) << where;
+  // Either hook alone: the same numbers as both together.
+  Tensor only = cpu.alloc({c.B, c.H, c.T, c.S});
+  cpu.attention(z_hooked, q, k, v, c.S, mask, scale, nullptr, &only);
+  EXPECT_EQ(0, std::memcmp(only.f32(), probs.f32(), probs.nbytes())) << where << ": probs alone";
+  EXPECT_EQ(0, std::memcmp(z_blk.f32(), z_hooked.f32(), z_blk.nbytes())) << where << ": probs alone changed z";
+  cpu.attention(z_hooked, q, k, v, c.S, mask, scale, &only, nullptr);
+  EXPECT_EQ(0, std::memcmp(only.f32(), scores.f32(), scores.nbytes())) << where << ": scores alone";
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
-// CpuBackend::attention's vector path (a row whose scores and probs nobody asked for,
-// backend/cpu/attention_row.h) against its scalar path, the reference that the HF goldens
-// check: the same z up to float32 summation order, for decode and prefill rows, grouped KV
-// heads, head sizes with and without a tail past a multiple of 8, masked keys and a fully
-// masked (left-pad) query row; and the two loops over the cache on their own.
+// CpuBackend::attention (the vector loops of backend/cpu/attention_row.h for a decode row, the
+// tiles for prefill) against the row path with the scalar loops, the reference: the same z up
+// to float32 summation order, for decode and prefill rows, grouped KV heads, head sizes with
+// and without a tail past a multiple of 8, masked keys and a fully masked (left-pad) query
+// row, and the same bits with the scores and probs asked for; and the two loops over the
+// cache on their own.
 #include <gtest/gtest.h>
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -50,12 +52,16 @@ TEST(AttentionRow, VectorPathMatchesTheScalarOne) {
           mask.f32()[(1 * T + t) * S + s] = (causal && real && !(t == 0 && T > 1)) ? 0.0f : -FLT_MAX;
           mask.f32()[(0 * T + t) * S + s] = causal ? 0.0f : -FLT_MAX;
         }
-      Tensor z_vec = cpu.alloc({B, T, H, hd}), z_ref = cpu.alloc({B, T, H, hd});
+      Tensor z_vec = cpu.alloc({B, T, H, hd}), z_hooked = cpu.alloc({B, T, H, hd}), z_ref = cpu.alloc({B, T, H, hd});
       Tensor scores = cpu.alloc({B, H, T, S}), probs = cpu.alloc({B, H, T, S});
       const float scale = 1.0f / std::sqrt(float(hd));
       cpu.attention(z_vec, q, k, v, S, mask, scale, nullptr, nullptr);
-      cpu.attention(z_ref, q, k, v, S, mask, scale, &scores, &probs);
+      cpu.attention(z_hooked, q, k, v, S, mask, scale, &scores, &probs);
+      cpu::attention_rows(cpu::kScalarRowLoops, z_ref.f32(), q.f32(), k.f32(), v.f32(), mask.f32(),
+                          {B, H, Hkv, T, hd, S, Smax}, scale, nullptr, nullptr);
       EXPECT_TRUE(close(z_vec.f32(), z_ref.f32(), z_ref.numel())) << "hd=" << hd << " T=" << T << " S=" << S;
+      EXPECT_EQ(0, std::memcmp(z_vec.f32(), z_hooked.f32(), z_vec.nbytes()))
+          << "hd=" << hd << " T=" << T << " S=" << S << ": asking for the scores and probs changed z";
     }
 }
 

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
-#include "backend/cpu/attention_row.h"
 #include "backend/cpu/avx2.h"
 #include "kernels/attention_math.cuh"
 
@@ -45,12 +47,13 @@ void rescale(float m_new, float& m, double& l, float* acc, int64_t hd) {
 }  // namespace
 
 void online_softmax_row(float* w, const float* mrow, int64_t nb, float scale, float& m, double& l, float* acc,
-                        int64_t hd) {
+                        int64_t hd, float* scores_out) {
   float mb = -INFINITY;
   for (int64_t j = 0; j < nb; ++j) {
     w[j] = attention_score(w[j], scale, mrow[j]);
     if (!is_masked(w[j])) mb = std::max(mb, w[j]);
   }
+  if (scores_out) std::memcpy(scores_out, w, size_t(nb) * sizeof(float));
   if (mb == -INFINITY) {   // every key of this block is masked for this row
     std::fill(w, w + nb, 0.0f);
     return;
@@ -104,7 +107,7 @@ LMSCOPE_AVX2 void softmax_exp_avx2(float* y, const float* x, int64_t n) {
 // The scalar step's passes 8 keys at a time: "not masked" is !(w <= kMaskedAtOrBelow), as
 // is_masked, so a NaN score counts as real in both. A scalar tail past a multiple of 8.
 LMSCOPE_AVX2 void online_softmax_row_avx2(float* w, const float* mrow, int64_t nb, float scale, float& m, double& l,
-                                          float* acc, int64_t hd) {
+                                          float* acc, int64_t hd, float* scores_out) {
   const int64_t n8 = nb / 8 * 8;
   const __m256 vscale = _mm256_set1_ps(scale), floor = _mm256_set1_ps(kMaskedAtOrBelow);
   const __m256 ninf = _mm256_set1_ps(-INFINITY);
@@ -119,6 +122,7 @@ LMSCOPE_AVX2 void online_softmax_row_avx2(float* w, const float* mrow, int64_t n
     w[j] = attention_score(w[j], scale, mrow[j]);
     if (!is_masked(w[j])) mb = std::max(mb, w[j]);
   }
+  if (scores_out) std::memcpy(scores_out, w, size_t(nb) * sizeof(float));
   if (mb == -INFINITY) {
     std::fill(w, w + nb, 0.0f);
     return;
@@ -145,33 +149,37 @@ void softmax_exp_avx2(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = softmax_exp(x[i]);
 }
 void online_softmax_row_avx2(float* w, const float* mrow, int64_t nb, float scale, float& m, double& l, float* acc,
-                             int64_t hd) {
-  online_softmax_row(w, mrow, nb, scale, m, l, acc, hd);
+                             int64_t hd, float* scores_out) {
+  online_softmax_row(w, mrow, nb, scale, m, l, acc, hd, scores_out);
 }
 #endif
 
 namespace {
 
-// The row path (attention_row.h) for one query row: the rows the tiles leave over.
-void row_path(float* zrow, const float* qrow, const float* Kh, const float* Vh, const float* mrow, int64_t S,
-              int64_t hd, float scale, bool vector, std::vector<float>& w) {
-  w.resize(S);
-  if (vector) {
-    attention_softmax(w.data(), S, attention_scores_avx2(w.data(), qrow, Kh, mrow, S, hd, scale));
-    attention_mix_avx2(zrow, w.data(), Vh, S, hd);
-  } else {
-    attention_softmax(w.data(), S, attention_scores(w.data(), qrow, Kh, mrow, S, hd, scale));
-    attention_mix(zrow, w.data(), Vh, S, hd);
+// A row's probabilities from its S scores w (in place: p may be w) and its max m over the
+// unmasked ones: softmax_exp(w - m), 0 for a masked key, over their sum in double.
+void probs_from_scores(float* p, const float* w, int64_t S, float m) {
+  double sum = 0;
+  for (int64_t s = 0; s < S; ++s) {
+    p[s] = is_masked(w[s]) ? 0.0f : softmax_exp(w[s] - m);
+    sum += p[s];
   }
+  const float inv = float(1.0 / sum);
+  for (int64_t s = 0; s < S; ++s) p[s] *= inv;
 }
 
 }  // namespace
 
 void attention_blocked(float* Z, const float* Q, const float* K, const float* V, const float* M,
-                       const AttentionDims& d, float scale, bool vector_rows) {
+                       const AttentionDims& d, float scale, const AttentionRowLoops& rows, float* scores,
+                       float* probs) {
   const int64_t G = d.H / d.Hkv, hd = d.hd, S = d.S, T = d.T;
   const int64_t nqb = (T + kQueryBlock - 1) / kQueryBlock;
   const int64_t items = d.B * d.Hkv * nqb;
+  const auto step = rows.simd ? online_softmax_row_avx2 : online_softmax_row;
+  // Where a row's scores go while the tiles run: the scores hook's rows, else the probs hook's
+  // (turned into probabilities at the end), else nowhere.
+  float* const srows = scores ? scores : probs;
 #pragma omp parallel
   {
     Tile tile(G * kQueryBlock, hd);
@@ -185,7 +193,10 @@ void attention_blocked(float* Z, const float* Q, const float* K, const float* V,
       const float* Kh = K + (b * d.Hkv + kvh) * d.Smax * hd;
       const float* Vh = V + (b * d.Hkv + kvh) * d.Smax * hd;
       const float* Mb = M + b * T * S;
-      // Tile row r = g * tb + (t - t0): head kvh * G + g at position t.
+      // Tile row r = g * tb + (t - t0): head kvh * G + g at position t; its [B,H,T,S] row:
+      auto hook_row = [&](float* base, int64_t r) {
+        return base ? base + ((b * d.H + kvh * G + r / tb) * T + t0 + r % tb) * S : nullptr;
+      };
       for (int64_t g = 0; g < G; ++g)
         std::memcpy(tile.q.data() + g * tb * hd, Q + ((b * d.H + kvh * G + g) * T + t0) * hd, tb * hd * sizeof(float));
       std::fill(tile.acc.begin(), tile.acc.begin() + R * hd, 0.0f);
@@ -193,12 +204,17 @@ void attention_blocked(float* Z, const float* Q, const float* K, const float* V,
       std::fill(tile.l.begin(), tile.l.begin() + R, 0.0);
       for (int64_t s0 = 0; s0 < S; s0 += kKeyBlock) {
         const int64_t nb = std::min(kKeyBlock, S - s0);
-        if (!sees_any(Mb, S, t0, t0 + tb, s0, s0 + nb)) continue;
+        if (!sees_any(Mb, S, t0, t0 + tb, s0, s0 + nb)) {
+          if (srows)   // every entry masked: the mask entries are the scores (attention_block.h)
+            for (int64_t r = 0; r < R; ++r)
+              std::memcpy(hook_row(srows, r) + s0, Mb + (t0 + r % tb) * S + s0, nb * sizeof(float));
+          continue;
+        }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(R), int(nb), int(hd), 1.0f, tile.q.data(), int(hd),
                     Kh + s0 * hd, int(hd), 0.0f, tile.w.data(), int(nb));
         for (int64_t r = 0; r < R; ++r)
-          (vector_rows ? online_softmax_row_avx2 : online_softmax_row)(tile.w.data() + r * nb,
-              Mb + (t0 + r % tb) * S + s0, nb, scale, tile.m[r], tile.l[r], tile.acc.data() + r * hd, hd);
+          step(tile.w.data() + r * nb, Mb + (t0 + r % tb) * S + s0, nb, scale, tile.m[r], tile.l[r],
+               tile.acc.data() + r * hd, hd, srows ? hook_row(srows, r) + s0 : nullptr);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(R), int(hd), int(nb), 1.0f, tile.w.data(), int(nb),
                     Vh + s0 * hd, int(hd), 1.0f, tile.acc.data(), int(hd));
       }
@@ -206,15 +222,28 @@ void attention_blocked(float* Z, const float* Q, const float* K, const float* V,
         const int64_t g = r / tb, t = t0 + r % tb, h = kvh * G + g;
         float* zrow = Z + ((b * T + t) * d.H + h) * hd;   // z is [B,T,H,hd]
         if (tile.l[r] == 0.0) {   // no key visible: HF's uniform row, the row path's numbers
-          row_path(zrow, Q + ((b * d.H + h) * T + t) * hd, Kh, Vh, Mb + t * S, S, hd, scale, vector_rows, wrow);
+          wrow.resize(S);
+          attention_row(rows, zrow, wrow.data(), Q + ((b * d.H + h) * T + t) * hd, Kh, Vh, Mb + t * S, S, hd, scale,
+                        hook_row(scores, r), hook_row(probs, r));
           continue;
         }
         const float inv = float(1.0 / tile.l[r]);
         const float* a = tile.acc.data() + r * hd;
         for (int64_t i = 0; i < hd; ++i) zrow[i] = a[i] * inv;
+        if (probs) probs_from_scores(hook_row(probs, r), hook_row(srows, r), S, tile.m[r]);
       }
     }
   }
+}
+
+bool attention_tiles_enabled() {
+  static const bool tiles = [] {
+    const char* env = std::getenv("LMSCOPE_CPU_ATTENTION");
+    if (!env || !*env || std::strcmp(env, "tiles") == 0) return true;
+    if (std::strcmp(env, "row") == 0) return false;
+    throw std::runtime_error(std::string("LMSCOPE_CPU_ATTENTION=") + env + ": expected tiles or row");
+  }();
+  return tiles;
 }
 
 }  // namespace lmscope::cpu

@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include "kernels/attention_math.cuh"
 
 #include "backend/cpu/avx2.h"
+#include "backend/cpu/block_matmul.h"
 
 namespace lmscope::cpu {
 
@@ -111,5 +115,50 @@ void attention_mix_avx2(float* z, const float* p, const float* V, int64_t S, int
 }
 bool attention_avx2_available() { return false; }
 #endif
+
+const AttentionRowLoops kScalarRowLoops{"scalar", attention_scores, attention_mix, false};
+
+const AttentionRowLoops& attention_row_loops() {
+  static const AttentionRowLoops chosen = [] {
+    const std::string kernel = block_matmul_kernel();
+    if (kernel == "avx512" && attention_avx512_available())
+      return AttentionRowLoops{"avx512", attention_scores_avx512, attention_mix_avx512, true};
+    if (kernel != "portable" && attention_avx2_available())
+      return AttentionRowLoops{"avx2", attention_scores_avx2, attention_mix_avx2, true};
+    return kScalarRowLoops;
+  }();
+  return chosen;
+}
+
+void attention_row(const AttentionRowLoops& loops, float* z, float* w, const float* q, const float* K, const float* V,
+                   const float* mask, int64_t S, int64_t hd, float scale, float* scores_out, float* probs_out) {
+  const float wmax = loops.scores(w, q, K, mask, S, hd, scale);
+  if (scores_out) std::memcpy(scores_out, w, size_t(S) * sizeof(float));
+  attention_softmax(w, S, wmax);
+  if (probs_out) std::memcpy(probs_out, w, size_t(S) * sizeof(float));
+  loops.mix(z, w, V, S, hd);
+}
+
+void attention_rows(const AttentionRowLoops& loops, float* Z, const float* Q, const float* K, const float* V,
+                    const float* M, const AttentionDims& d, float scale, float* scores, float* probs) {
+  const int64_t group = d.H / d.Hkv, hd = d.hd, S = d.S, T = d.T;
+#pragma omp parallel
+  {
+    std::vector<float> w(S);
+#pragma omp for collapse(2)
+    for (int64_t b = 0; b < d.B; ++b)
+      for (int64_t h = 0; h < d.H; ++h) {
+        const int64_t kvh = kv_head_of(int(h), int(group));
+        const float* Kh = K + (b * d.Hkv + kvh) * d.Smax * hd;
+        const float* Vh = V + (b * d.Hkv + kvh) * d.Smax * hd;
+        for (int64_t t = 0; t < T; ++t) {
+          const int64_t row = ((b * d.H + h) * T + t) * S;   // scores and probs are [B,H,T,S]
+          attention_row(loops, Z + ((b * T + t) * d.H + h) * hd, w.data(), Q + ((b * d.H + h) * T + t) * hd, Kh, Vh,
+                        M + (b * T + t) * S, S, hd, scale, scores ? scores + row : nullptr,
+                        probs ? probs + row : nullptr);   // z is [B,T,H,hd]
+        }
+      }
+  }
+}
 
 }  // namespace lmscope::cpu

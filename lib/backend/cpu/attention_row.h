@@ -1,12 +1,13 @@
-// One query row of HF eager attention over S cached keys (CpuBackend::attention):
+// One query row of HF eager attention over S cached keys (CpuBackend::attention: decode, the
+// rows the prefill tiles leave over, and all of prefill under LMSCOPE_CPU_ATTENTION=row):
 //   w = (q . k_s) * scale + mask_s;  p = softmax(w) in float32;  z = sum_s p_s * v_s
-// in three steps, so that a row whose scores and probs nobody asked for can take vector
-// versions of the two loops over the cache (q . k and the weighted sum of V) while the softmax
-// (expf, a double sum) stays one function. The vector versions change only the order and
-// rounding of float32 sums (lanes, fused multiply-adds); the tests hold them to the scalar
-// ones. AVX-512 (attention_row_avx512.cpp) or AVX2 + FMA, chosen at run time with
-// block_matmul's kernel (LMSCOPE_CPU_KERNEL); the scalar versions are the reference and the
-// fallback.
+// in three steps, so that the two loops over the cache (q . k and the weighted sum of V) can
+// take vector versions while the softmax (expf, a double sum) stays one function. The vector
+// versions change only the order and rounding of float32 sums (lanes, fused multiply-adds);
+// the tests hold them to the scalar ones. AVX-512 (attention_row_avx512.cpp) or AVX2 + FMA,
+// chosen at run time with block_matmul's kernel (LMSCOPE_CPU_KERNEL); the scalar versions are
+// the reference and the fallback. A run takes the same loops whether or not a hook asked for
+// the scores or probs: those are copies of what the row computes.
 #pragma once
 #include <cstdint>
 
@@ -30,5 +31,36 @@ void attention_mix_avx512(float* z, const float* p, const float* V, int64_t S, i
 
 bool attention_avx2_available();
 bool attention_avx512_available();
+
+// The two loops a row runs. `simd` also sends the tiles' online softmax (attention_block.h)
+// to its AVX2 version.
+struct AttentionRowLoops {
+  const char* name;
+  float (*scores)(float* w, const float* q, const float* K, const float* mask, int64_t S, int64_t hd, float scale);
+  void (*mix)(float* z, const float* p, const float* V, int64_t S, int64_t hd);
+  bool simd;
+};
+extern const AttentionRowLoops kScalarRowLoops;   // the reference
+// The loops block_matmul's kernel goes with (LMSCOPE_CPU_KERNEL, block_matmul.h): AVX-512
+// with "avx512", AVX2 with "avx2", the scalar ones with "portable". Chosen once.
+const AttentionRowLoops& attention_row_loops();
+
+struct AttentionDims {
+  int64_t B, H, Hkv, T, hd;
+  int64_t S;      // keys attended to (mask is [B,T,S])
+  int64_t Smax;   // the cache's row stride in keys (k, v are [B,Hkv,Smax,hd])
+};
+
+// One query row: z[hd] from q over S keys (K, V: S rows of hd), w[S] scratch. The row's
+// scores (before the softmax) go to scores_out and its probabilities to probs_out when those
+// are not null: copies of w, so asking for them changes no number.
+void attention_row(const AttentionRowLoops& loops, float* z, float* w, const float* q, const float* K, const float* V,
+                   const float* mask, int64_t S, int64_t hd, float scale, float* scores_out, float* probs_out);
+
+// Every (b, h, t) row of z [B,T,H,hd] from q [B,H,T,hd], k/v [B,Hkv,Smax,hd], mask [B,T,S],
+// rows split over the OpenMP threads (each row's numbers are its own: no thread count
+// changes them); scores/probs [B,H,T,S] written when not null.
+void attention_rows(const AttentionRowLoops& loops, float* z, const float* q, const float* k, const float* v,
+                    const float* mask, const AttentionDims& d, float scale, float* scores, float* probs);
 
 }  // namespace lmscope::cpu

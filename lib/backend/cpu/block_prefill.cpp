@@ -110,19 +110,16 @@ float* thread_panel(size_t floats) {
 void block_prefill_matmul(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
   if (N < 1) throw std::logic_error("block_prefill_matmul: " + std::to_string(N) + " rows");
   const int64_t O = W.rows, I = W.cols;
-  const int64_t panel = prefill_panel_rows(I);
-  over_outputs(O, [&](int64_t o0, int64_t o1) {
-    const int64_t rows = std::min(panel, o1 - o0);
-    float* scratch = thread_panel(size_t(rows * I));
-    for (int64_t p0 = o0; p0 < o1; p0 += rows) {
-      const int64_t n = std::min(rows, o1 - p0);
-      dequantize_panel(W, p0, n, scratch);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(N), int(n), int(I), 1.0f, x, int(I), scratch, int(I),
-                  0.0f, out + p0, int(O));
-      if (bias)
-        for (int64_t r = 0; r < N; ++r)
-          for (int64_t j = p0; j < p0 + n; ++j) out[r * O + j] += bias[j];
-    }
+  const int64_t piece = std::min(sgemm_piece(O), prefill_panel_rows(I));
+  over_pieces(O, piece, [&](int64_t o0, int64_t o1) {
+    float* scratch = thread_panel(size_t(piece * I));
+    const int64_t n = o1 - o0;
+    dequantize_panel(W, o0, n, scratch);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(N), int(n), int(I), 1.0f, x, int(I), scratch, int(I), 0.0f,
+                out + o0, int(O));
+    if (bias)
+      for (int64_t r = 0; r < N; ++r)
+        for (int64_t j = o0; j < o1; ++j) out[r * O + j] += bias[j];
   });
 }
 

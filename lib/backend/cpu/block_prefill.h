@@ -1,15 +1,16 @@
 // Prefill's matmul over GGUF blocks: out[N,O] = x[N,I] @ W[O,I]^T (+ bias[O]) for any N, with
-// W held as Q8_0/Q4_1 blocks only (no float32 copy: tensor/quant_blocks.h). Each OpenMP
-// thread takes a slice of the O outputs (over_rows.h) and walks it a panel of rows at a time:
-// dequantize the panel into the thread's buffer (kPrefillPanelBytes, kept for the thread's
-// life), then one sgemm of x against it. The float32 copy of the whole matrix is never made:
-// the extra memory is one panel per thread.
+// W held as Q8_0/Q4_1 blocks only (no float32 copy: tensor/quant_blocks.h). The O outputs go
+// in pieces of a size the shape alone sets (over_rows.h's sgemm_piece, at most a panel of
+// kPrefillPanelBytes), spread over the OpenMP threads: dequantize the piece's rows into the
+// thread's buffer (kept for the thread's life), then one sgemm of x against it. The float32
+// copy of the whole matrix is never made: the extra memory is one panel per thread.
 //
 // Numbers: the panel holds exactly the loader's float32 values (bit for bit those of
 // dequantize_block_rows), and each output is one sgemm dot product over the whole row, as
-// the float32 path computes it; only OpenBLAS's blocking of the output columns differs.
+// the float32 path computes it; only OpenBLAS's blocking of the output columns may differ
+// (the same pieces where a panel holds sgemm_piece(O) rows). No thread count changes them.
 // Cost: one dequantization of W per call (I*O weights against N*I*O multiply-adds; AVX2 when
-// the processor has it) and one sgemm call per panel. Measured on SmolLM2's layer shapes, N =
+// the processor has it) and one sgemm call per piece. Measured on SmolLM2's layer shapes, N =
 // 128, one thread (CPU time against sgemm over float32 values): +3-4% with 2 MiB panels; with a
 // buffer allocated per call, +7% with 1 MiB, +22% with 128 KiB, and 4 MiB gained nothing.
 #pragma once

@@ -87,8 +87,8 @@ void CpuBackend::rmsnorm(Tensor& out, const Tensor& x, const Tensor& weight, flo
 void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& W, const Tensor& bias) {
   const int64_t O = W.dim(0), I = W.dim(1), N = x.numel() / I;
   check(x.dim(-1) == I && out.numel() == N * O, "linear: shapes");
-  // Row-major out[N,O] = x[N,I] @ W[O,I]^T, each thread taking a slice of the O outputs:
-  //   out[:, o0:o1] = x @ W[o0:o1]^T   (ldc = O keeps the slice inside the full output)
+  // Row-major out[N,O] = x[N,I] @ W[O,I]^T, in pieces of the O outputs (over_rows.h):
+  //   out[:, o0:o1] = x @ W[o0:o1]^T   (ldc = O keeps the piece inside the full output)
   const float* X = x.f32();
   float* Y = out.f32();
   // A GGUF weight's blocks: decode (a few rows) multiplies them directly (~6x fewer bytes than
@@ -112,7 +112,7 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& W, const Ten
     }
   }
   const float* Wp = W.f32();
-  cpu::over_outputs(O, [&](int64_t o0, int64_t o1) {
+  cpu::over_pieces(O, cpu::sgemm_piece(O), [&](int64_t o0, int64_t o1) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(N), int(o1 - o0), int(I), 1.0f, X, int(I), Wp + o0 * I,
                 int(I), 0.0f, Y + o0, int(O));
   });
@@ -209,62 +209,24 @@ Tensor CpuBackend::kv_read(const Tensor& cache, int64_t S) {
 }
 
 // HF eager attention:  w = (q . k) * scale + mask;  p = softmax(w) in float32;  z = p @ v
-// Prefill (T > 1) with no scores or probs asked for runs in tiles (attention_block.h): the
-// causal half of the keys skipped, the products as sgemm. Otherwise one (b, h, t) query row
-// at a time (attention_row.h): a row whose scores and probs are not asked for takes the
-// vector loops over the cache (AVX-512 or AVX2); a hooked row the scalar ones, the reference,
-// and copies w and p out.
+// Prefill (T > 1) runs in tiles (attention_block.h): the causal half of the keys skipped, the
+// products as sgemm; a decode step (T = 1) one query row at a time (attention_row.h) with the
+// vector loops block_matmul's kernel goes with. Hooked scores and probs are written beside
+// either without changing its arithmetic: the same z with the hooks or without them.
+// LMSCOPE_CPU_ATTENTION=row sends prefill through the row path too.
 void CpuBackend::attention(Tensor& z, const Tensor& q, const Tensor& k, const Tensor& v, int64_t S,
                            const Tensor& mask, float scale, Tensor* scores, Tensor* probs) {
   const int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), hd = q.dim(3);
-  const int64_t Hkv = k.dim(1), Smax = k.dim(2), group = H / Hkv;
+  const int64_t Hkv = k.dim(1), Smax = k.dim(2);
   check(S <= Smax && mask.dim(2) == S, "attention: S");
-  const float* Q = q.f32();
-  const float* K = k.f32();
-  const float* Vv = v.f32();
-  const float* M = mask.f32();
-  float* Z = z.f32();
-  // The vector loops follow block_matmul's kernel (LMSCOPE_CPU_KERNEL, block_matmul.h):
-  // AVX-512 with "avx512", AVX2 with "avx2", none with "portable".
-  static const bool simd = cpu::attention_avx2_available() && std::strcmp(cpu::block_matmul_kernel(), "portable") != 0;
-  static const bool wide = cpu::attention_avx512_available() && std::strcmp(cpu::block_matmul_kernel(), "avx512") == 0;
-  const bool vector = simd && !scores && !probs;
-  if (T > 1 && !scores && !probs) {
-    cpu::attention_blocked(Z, Q, K, Vv, M, cpu::AttentionDims{B, H, Hkv, T, hd, S, Smax}, scale, vector);
-    return;
-  }
-#pragma omp parallel
-  {
-    std::vector<float> w(S);
-#pragma omp for collapse(2)
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t h = 0; h < H; ++h) {
-        const int64_t kvh = kv_head_of(int(h), int(group));
-        const float* Kh = K + (b * Hkv + kvh) * Smax * hd;
-        const float* Vh = Vv + (b * Hkv + kvh) * Smax * hd;
-        for (int64_t t = 0; t < T; ++t) {
-          const float* qrow = Q + ((b * H + h) * T + t) * hd;
-          const float* mrow = M + (b * T + t) * S;
-          float* zrow = Z + ((b * T + t) * H + h) * hd;   // z is [B,T,H,hd]
-          if (vector && wide) {
-            cpu::attention_softmax(w.data(), S, cpu::attention_scores_avx512(w.data(), qrow, Kh, mrow, S, hd, scale));
-            cpu::attention_mix_avx512(zrow, w.data(), Vh, S, hd);
-            continue;
-          }
-          if (vector) {
-            cpu::attention_softmax(w.data(), S, cpu::attention_scores_avx2(w.data(), qrow, Kh, mrow, S, hd, scale));
-            cpu::attention_mix_avx2(zrow, w.data(), Vh, S, hd);
-            continue;
-          }
-          const float wmax = cpu::attention_scores(w.data(), qrow, Kh, mrow, S, hd, scale);
-          const int64_t row = ((b * H + h) * T + t) * S;
-          if (scores) std::memcpy(scores->f32() + row, w.data(), S * sizeof(float));
-          cpu::attention_softmax(w.data(), S, wmax);
-          if (probs) std::memcpy(probs->f32() + row, w.data(), S * sizeof(float));
-          cpu::attention_mix(zrow, w.data(), Vh, S, hd);
-        }
-      }
-  }
+  const cpu::AttentionDims d{B, H, Hkv, T, hd, S, Smax};
+  const cpu::AttentionRowLoops& loops = cpu::attention_row_loops();
+  float* sc = scores ? scores->f32() : nullptr;
+  float* pr = probs ? probs->f32() : nullptr;
+  if (T > 1 && cpu::attention_tiles_enabled())
+    cpu::attention_blocked(z.f32(), q.f32(), k.f32(), v.f32(), mask.f32(), d, scale, loops, sc, pr);
+  else
+    cpu::attention_rows(loops, z.f32(), q.f32(), k.f32(), v.f32(), mask.f32(), d, scale, sc, pr);
 }
 
 void CpuBackend::swiglu(Tensor& out, const Tensor& gate, const Tensor& up) {
