@@ -142,8 +142,7 @@ int main(int argc, char** argv) {
                                  std::to_string(batch) + " prompt(s) (rows 0.." + std::to_string(batch - 1) + ")");
       StepperOptions so;
       so.interactive = ::isatty(0) && ::isatty(1);
-      std::tie(so.screen_rows, so.screen_cols) = terminal_size(1);   // a screen when both are known
-      if (!so.interactive) so.screen_rows = so.screen_cols = 0;
+      std::tie(so.screen_rows, so.screen_cols) = terminal_size(1);   // a screen when interactive and known
       so.row = step_row;
       so.sampling = opt.sampling;
       if (tokenizer) {
