@@ -4,9 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
-#include <iterator>
 #include <filesystem>
 #include <fstream>
 
@@ -31,26 +29,15 @@ std::vector<std::string> lessons() {
 
 class Walkthrough : public ::testing::TestWithParam<std::string> {};
 
-const std::string kProseNotYetChecked[] = {"10-loss.md"};
-
 }  // namespace
 
 TEST_P(Walkthrough, CommandsRunAndShowWhatTheLessonSays) {
   // The lessons are committed: none found means a broken checkout, not a reason to skip.
   ASSERT_NE(GetParam(), "(none)") << "no walkthroughs/*.md found under " << kRoot;
   const std::string path = kRoot + "/walkthroughs/" + GetParam();
-  // Every number the prose states is checked (md_blocks.h), with or without the model. The
-  // lessons listed in kProseNotYetChecked predate the rule: their numbers still need expect
-  // lines; the test says how many, and fails when such a lesson is clean (take it off the list).
-  const bool pending = std::count(std::begin(kProseNotYetChecked), std::end(kProseNotYetChecked), GetParam()) > 0;
-  const std::vector<std::string> unchecked = prose_numbers_unchecked(path);
-  if (pending) {
-    EXPECT_FALSE(unchecked.empty()) << GetParam() << " checks every prose number now: take it off kProseNotYetChecked";
-    std::printf("%s: %zu prose numbers without an expect line (kProseNotYetChecked)\n", GetParam().c_str(), unchecked.size());
-  } else {
-    for (const std::string& n : unchecked)
-      ADD_FAILURE() << GetParam() << " " << n << ": a number in the prose that no expect line checks (add one, or list it in <!-- given: -->)";
-  }
+  // Every number the prose states is checked (md_blocks.h), with or without the model.
+  for (const std::string& n : prose_numbers_unchecked(path))
+    ADD_FAILURE() << GetParam() << " " << n << ": a number in the prose that no expect line checks (add one, or list it in <!-- given: -->)";
   std::vector<MdBlock> blocks = sh_blocks(path);
   ASSERT_FALSE(blocks.empty()) << path << " has no ```sh block";
   // The blocks build on each other: a lesson that needs an absent model skips as a whole.
