@@ -5,6 +5,7 @@
 //   lmscope-step t.h5
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <tuple>
 #include <filesystem>
 #include <unistd.h>
 
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
 
     StepperOptions so;
     so.interactive = ::isatty(0) && ::isatty(1);
+    std::tie(so.screen_rows, so.screen_cols) = terminal_size(1);   // a screen when interactive and known
     so.row = row;
     so.sampling = trace_sampling(tr);
     if (tokenizer) {

@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <tuple>
 #include <unistd.h>
 
 #include "experiments/run.h"
@@ -63,8 +65,7 @@ int main(int argc, char** argv) {
     if (lens_k < 1) return cli::usage_error("lmscope-trace", "--lens: K must be at least 1, got " + std::to_string(lens_k));
     if (out.empty())
       return cli::usage_error("lmscope-trace", "--lens writes lens.* hooks into the trace: give --out (lmscope-lens prints them)");
-    if (!app.count("--hooks")) hooks.clear();   // --lens alone: only the lens and the tokens
-    hooks += (hooks.empty() ? "" : ",") + std::string("tokens.*,lens.layers.*.topk_ids,lens.layers.*.topk_probs");
+    hooks += ",tokens.*,lens.layers.*.topk_ids,lens.layers.*.topk_probs";   // also: the default or --hooks stay
   }
   sc.audit_top = audit_top;
   if (auto code = cli::check_sampling("lmscope-trace", sc)) return *code;
@@ -141,6 +142,7 @@ int main(int argc, char** argv) {
                                  std::to_string(batch) + " prompt(s) (rows 0.." + std::to_string(batch - 1) + ")");
       StepperOptions so;
       so.interactive = ::isatty(0) && ::isatty(1);
+      std::tie(so.screen_rows, so.screen_cols) = terminal_size(1);   // a screen when interactive and known
       so.row = step_row;
       so.sampling = opt.sampling;
       if (tokenizer) {
@@ -185,7 +187,12 @@ int main(int argc, char** argv) {
     if (!quiet) {
       std::fprintf(stderr, "prefill %lld tokens in %.3f s, decode %lld tokens in %.3f s", (long long)res.prefill_tokens,
                    res.prefill_seconds, (long long)res.decode_tokens, res.decode_seconds);
-      if (!out.empty()) std::fprintf(stderr, "; %lld tensors -> %s", (long long)res.tensors_traced, out.c_str());
+      if (!out.empty()) {
+        std::error_code ec;
+        const auto bytes = std::filesystem::file_size(out, ec);
+        std::fprintf(stderr, "; %lld tensors -> %s", (long long)res.tensors_traced, out.c_str());
+        if (!ec) std::fprintf(stderr, " (%.1f MB)", double(bytes) / 1e6);
+      }
       std::fprintf(stderr, "\n");
     }
     return 0;

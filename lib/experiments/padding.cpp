@@ -396,7 +396,10 @@ std::string padding_report_text(const PaddingReport& r, const ModelContext& m) {
       o << buf << line << "\n";
     }
     o << "  why:\n";
-    for (const ModeRow& mr : row.modes) o << "    " << mr.sentence << "\n";
+    for (const ModeRow& mr : row.modes) {   // each mode's sentence, labelled: a row without pads says the same under all
+      std::snprintf(buf, sizeof buf, "    %-12s ", padding_mode_name(mr.mode));
+      o << buf << mr.sentence << "\n";
+    }
   }
   return o.str();
 }

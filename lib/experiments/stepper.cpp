@@ -1,12 +1,12 @@
 #include "experiments/stepper.h"
 
 #include <termios.h>
-#include <utf8proc.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <memory>
 #include <sstream>
 
 #include "experiments/run.h"
@@ -43,39 +43,6 @@ std::string vec_str(const double* v, int64_t n, int64_t show = 6) {
   return s + "]";
 }
 
-const char* shade(double p) {
-  if (std::isnan(p)) return "··";
-  if (p < 0.02) return "  ";
-  if (p < 0.1) return "░░";
-  if (p < 0.3) return "▒▒";
-  if (p < 0.6) return "▓▓";
-  return "██";
-}
-
-// A label cut into cells of two display columns (utf8proc's width: a CJK character fills a
-// cell), at most max_cells; a space shows as ␣ so that " world" keeps its leading space.
-std::vector<std::string> label_cells(const std::string& label, size_t max_cells) {
-  std::vector<std::string> cells(1);
-  std::vector<int> widths(1, 0);
-  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(label.data());
-  for (size_t i = 0; i < label.size();) {
-    utf8proc_int32_t cp = 0;
-    utf8proc_ssize_t n = utf8proc_iterate(p + i, utf8proc_ssize_t(label.size() - i), &cp);
-    std::string ch = n <= 0 ? "?" : cp == ' ' ? "␣" : label.substr(i, size_t(n));
-    i += n <= 0 ? 1 : size_t(n);
-    const int w = n <= 0 ? 1 : std::clamp(utf8proc_charwidth(cp), 1, 2);
-    if (widths.back() + w > 2) {
-      if (cells.size() == max_cells) break;
-      cells.emplace_back();
-      widths.push_back(0);
-    }
-    cells.back() += ch;
-    widths.back() += w;
-  }
-  for (size_t c = 0; c < cells.size(); ++c) cells[c] += std::string(size_t(2 - widths[c]), ' ');
-  return cells;
-}
-
 // "" when every hook named is in `cur`; otherwise the line a page shows instead of its drawing.
 std::string not_traced(const std::map<std::string, HookData>& cur, const std::vector<std::string>& names) {
   std::string miss;
@@ -84,42 +51,97 @@ std::string not_traced(const std::map<std::string, HookData>& cur, const std::ve
   return miss.empty() ? "" : "(not traced: " + miss + "; lmscope-trace --hooks selects them, the default '*' has them all)\n";
 }
 
-}  // namespace
+// One row's grids kept for drawing again: `heads` grids of T query rows x S keys (NaN = masked).
+struct GridData {
+  int64_t b = 0, heads = 1, T = 0, S = 0, group = 1;
+  std::vector<float> values;              // [heads, T, S]
+  std::vector<std::string> key_labels;    // per key position (empty: unknown)
+  std::vector<std::string> key_names;     // per key position, as tok() writes it ("" unknown)
+};
 
-std::string shade_grid(const std::vector<double>& values, int64_t rows, int64_t cols,
-                       const std::vector<std::string>& row_labels, int64_t col_offset,
-                       const std::vector<std::string>& col_labels) {
-  std::ostringstream o;
-  size_t lw = 0;
-  for (const auto& l : row_labels) lw = std::max(lw, l.size());
-  if (!col_labels.empty()) {
-    std::vector<std::vector<std::string>> cells;
-    size_t lines = 0;
-    for (int64_t c = 0; c < cols; ++c) {
-      cells.push_back(label_cells(size_t(c) < col_labels.size() ? col_labels[size_t(c)] : "", 3));
-      lines = std::max(lines, cells.back().size());
-    }
-    for (size_t l = 0; l < lines; ++l) {
-      o << std::string(lw + 2, ' ');
-      for (int64_t c = 0; c < cols; ++c) o << (l < cells[size_t(c)].size() ? cells[size_t(c)][l] : "  ");
-      o << "\n";
-    }
-  }
-  o << std::string(lw + 2, ' ');
-  for (int64_t c = 0; c < cols; ++c) o << (((c + col_offset) % 10 == 0) ? fmt("%-2.0f", double((c + col_offset) / 10 % 10)) : "  ");
-  o << "\n" << std::string(lw + 2, ' ');
-  for (int64_t c = 0; c < cols; ++c) o << fmt("%-2.0f", double((c + col_offset) % 10));
-  o << "\n";
-  for (int64_t r = 0; r < rows; ++r) {
-    std::string label = size_t(r) < row_labels.size() ? row_labels[size_t(r)] : "";
-    o << std::string(lw - label.size(), ' ') << label << " |";
-    for (int64_t c = 0; c < cols; ++c) o << shade(values[size_t(r * cols + c)]);
-    o << "|\n";
-  }
-  return o.str();
+struct Limits {
+  int max_cols, max_rows;   // not on a screen (StepperOptions)
+};
+
+// The query row drawn last (PageView::query, else the step's last), as an index in 0..T-1.
+int64_t query_index(const GridData& g, const PageView& v) {
+  return v.query < 0 ? g.T - 1 : std::clamp<int64_t>(v.query - (g.S - g.T), 0, g.T - 1);
 }
 
+// Head h's grid: up to max_rows query rows ending at the chosen one, the key window that fits
+// (the screen's width, else lim.max_cols), and a line saying what is shown when not all is.
+std::string windowed_grid(const GridData& g, int64_t h, const PageView& v, const Limits& lim, int64_t max_rows) {
+  const int64_t past = g.S - g.T, t1 = query_index(g, v), t0 = std::max<int64_t>(0, t1 - std::max<int64_t>(1, max_rows) + 1);
+  const int64_t label_width = int64_t(std::to_string(g.S - 1).size()) + 1;
+  const int64_t cells = v.cols > 0 ? (v.cols - label_width - 3) / 2 : lim.max_cols;
+  const int64_t width = cells - kSinkKeys - 1;   // key_window's window after the sink
+  const KeyWindow w = key_window(g.S, cells, v.key_back == 0 ? -1 : std::max<int64_t>(kSinkKeys, g.S - width - v.key_back));
+  std::vector<double> grid;
+  std::vector<std::string> rows, labels;
+  for (int64_t t = t0; t <= t1; ++t) {
+    rows.push_back(std::string("q").append(std::to_string(past + t)));
+    for (int64_t s : w.cols) grid.push_back(s < 0 ? 0.0 : double(g.values[size_t((h * g.T + t) * g.S + s)]));
+  }
+  if (!g.key_labels.empty())
+    for (int64_t s : w.cols) labels.push_back(s < 0 ? "" : g.key_labels[size_t(s)]);
+  std::string note = w.note;
+  if (v.query >= 0 && (v.query < past || v.query >= g.S))
+    note += std::string(note.empty() ? "" : "; ") + "query position " + std::to_string(v.query) + " is not in this step: q" +
+            std::to_string(past) + "-q" + std::to_string(g.S - 1);
+  if (t0 > 0 || t1 < g.T - 1)
+    note += std::string(note.empty() ? "" : "; ") + "query rows q" + std::to_string(past + t0) + "-q" + std::to_string(past + t1) +
+            " of q" + std::to_string(past) + "-q" + std::to_string(g.S - 1) + " shown";
+  if (!note.empty()) note = "(" + note + (v.rows > 0 ? "; < > move the keys, r N picks a query" : "") + ")\n";
+  return note + shade_grid(grid, t1 - t0 + 1, w.cols, rows, labels);
+}
+
+// draw(max_rows): on a screen, the most query rows for which the page fits its height (the
+// title and the footer take 2 lines); else lim.max_rows of them.
+std::string fit_rows(const PageView& v, int64_t T, const Limits& lim, const std::function<std::string(int64_t)>& draw) {
+  if (v.rows <= 0) return draw(lim.max_rows);
+  int64_t rows = T;
+  std::string text = draw(rows);
+  for (int i = 0; i < 4; ++i) {
+    const int64_t excess = int64_t(wrap_lines(text, v.cols).size()) - (v.rows - 2);
+    if (excess <= 0 || rows == 1) break;
+    rows = std::max<int64_t>(1, std::min(rows, T) - excess);
+    text = draw(rows);
+  }
+  return text;
+}
+
+std::string draw_attention(const GridData& g, const PageView& v, const Limits& lim) {
+  const bool screen = v.rows > 0;
+  const int64_t t = query_index(g, v), h0 = screen ? v.head % g.heads : 0;
+  const int64_t h1 = screen ? h0 + 1 : g.heads;
+  return fit_rows(v, g.T, lim, [&](int64_t rows) {
+    std::ostringstream o;
+    o << "softmax(q.k / sqrt(hd) + mask) per head, row " << g.b << ": query rows x key columns (each column's token "
+      << "written downwards, then its position); shades: ' ' < 0.02 <= ░ < 0.1 <= ▒ < 0.3 <= ▓ < 0.6 <= █; ·· masked\n";
+    for (int64_t h = h0; h < h1; ++h) {
+      // The chosen query's strongest keys.
+      const float* row = g.values.data() + (h * g.T + t) * g.S;
+      std::vector<int64_t> keys(size_t(g.S));
+      std::iota(keys.begin(), keys.end(), 0);
+      std::stable_sort(keys.begin(), keys.end(), [&](int64_t x, int64_t y) { return row[x] > row[y]; });
+      o << "head " << h << (screen ? " of 0-" + std::to_string(g.heads - 1) : std::string()) << " (KV head " << h / g.group << "); "
+        << (t == g.T - 1 ? std::string("the last query") : "query q" + std::to_string(g.S - g.T + t)) << " attends most to";
+      for (size_t i = 0; i < std::min<size_t>(3, keys.size()); ++i) {
+        o << " " << keys[i];
+        if (size_t(keys[i]) < g.key_names.size() && !g.key_names[size_t(keys[i])].empty()) o << " " << g.key_names[size_t(keys[i])];
+        o << " (" << fmt("%.2f", double(row[keys[i]])) << ")";
+      }
+      o << "\n" << windowed_grid(g, h, v, lim, rows);
+    }
+    return o.str();
+  });
+}
+
+}  // namespace
+
 Stepper::Stepper(const ModelConfig& cfg, StepperOptions opt) : cfg_(cfg), opt_(std::move(opt)) {
+  if (!opt_.interactive || opt_.screen_rows < 10 || opt_.screen_cols < 40)   // too small to draw a page in: whole pages
+    opt_.screen_rows = opt_.screen_cols = 0;
   if (opt_.interactive) {
     auto* saved = new termios;
     if (tcgetattr(opt_.in_fd, saved) == 0) {
@@ -140,7 +162,7 @@ Stepper::~Stepper() {
 }
 
 std::string Stepper::tok(int32_t id) const {
-  std::string t = opt_.token_text ? opt_.token_text(id) : "";
+  const std::string t = opt_.token_text ? printable_label(opt_.token_text(id)) : "";
   return t.empty() ? std::string("#").append(std::to_string(id)) : std::string("'").append(t).append("'");
 }
 
@@ -150,15 +172,24 @@ const HookData* Stepper::get(const std::string& name) const {
 }
 
 void Stepper::page(const std::string& title, const std::function<std::string()>& body, int layer) {
-  if (layer < skip_below_layer_) return;
+  if (layer < skip_below_layer_ || info_.step < skip_below_step_) return;
+  std::string text = body();
+  page(title, [text](const PageView&) { return text; }, layer);
+}
+
+void Stepper::page(const std::string& title, Render render, int layer) {
+  if (layer < skip_below_layer_ || info_.step < skip_below_step_) return;
   std::string head = info_.step >= 0 && !title.empty() ? "step " + std::to_string(info_.step) + " (" + info_.phase + ") · " + title
                                                        : title;
-  std::string text = body();
-  std::fprintf(opt_.out, "\n=== %s ===\n%s", head.c_str(), text.c_str());
   ++pages_shown_;
-  if (!opt_.interactive) return;
-  shown_.push_back(Shown{std::move(head), std::move(text), info_.step, layer});
+  if (!opt_.interactive) {
+    std::fprintf(opt_.out, "\n=== %s ===\n%s", head.c_str(), render(view_now_).c_str());
+    return;
+  }
+  shown_.push_back(Shown{std::move(head), std::move(render), info_.step, layer});
   view_ = shown_.size() - 1;
+  view_now_.top = 0;
+  redraw();
   navigate();
 }
 
@@ -194,7 +225,7 @@ std::vector<std::string> Stepper::key_labels(int64_t b, int64_t c0, int64_t S) c
   std::vector<std::string> labels;
   for (int64_t s = c0; s < S; ++s) {
     const int32_t id = seq_[size_t(b)][size_t(s)];
-    const std::string t = opt_.token_text && id >= 0 ? opt_.token_text(id) : "";
+    const std::string t = opt_.token_text && id >= 0 ? printable_label(opt_.token_text(id)) : "";
     labels.push_back(id < 0 ? "?" : t.empty() ? "#" + std::to_string(id) : t);
   }
   return labels;
@@ -214,8 +245,9 @@ void Stepper::offer(Hook h, int layer, const Tensor& t) {
 void Stepper::inputs_page_once() {
   if (inputs_page_done_ || !intro_done_ || cur_.empty()) return;
   inputs_page_done_ = true;
-  if (get("tokens.input_ids") || get("mask.combined"))
-    page("tokens, positions and masks", [&] { return page_inputs(); }, -1);
+  if (!get("tokens.input_ids") && !get("mask.combined")) return;
+  if (-1 < skip_below_layer_ || info_.step < skip_below_step_) return;
+  page("tokens, positions and masks", mask_render(page_inputs()), -1);
 }
 
 void Stepper::pages_for(Hook h, int layer) {
@@ -226,7 +258,9 @@ void Stepper::pages_for(Hook h, int layer) {
       page("embeddings", [&] { return page_embed(); }, -1);
       break;
     case Hook::AttnKRope: page(ls + "q/k before and after RoPE", [&] { return page_rope(layer); }, layer); break;
-    case Hook::AttnZ: page(ls + "attention", [&] { return page_attention(layer); }, layer); break;
+    case Hook::AttnZ:
+      if (layer >= skip_below_layer_ && info_.step >= skip_below_step_) page(ls + "attention", attention_render(layer), layer);
+      break;
     case Hook::ResidPost: page(ls + "FFN", [&] { return page_ffn(layer); }, layer); break;
     case Hook::Logits: page("next-token distribution", [&] { return page_logits(); }, cfg_.num_layers); break;
     case Hook::SampleFinished: page("sampling decision", [&] { return page_sampling(); }, cfg_.num_layers); break;
@@ -285,21 +319,58 @@ std::string Stepper::page_inputs() const {
   }
   if (!ids || !pos) o << not_traced(cur_, {"tokens.input_ids", "tokens.position_ids"});
   if (!mc) o << not_traced(cur_, {"mask.combined"});
-  if (mc) {
-    const int64_t B = mc->shape[0], T = mc->shape[1], S = mc->shape[2];
-    const int64_t b = std::clamp<int64_t>(opt_.row, 0, B - 1);
-    const int64_t r0 = std::max<int64_t>(0, T - opt_.max_rows), c0 = std::max<int64_t>(0, S - opt_.max_cols);
-    std::vector<double> grid;
-    std::vector<std::string> labels;
-    for (int64_t t = r0; t < T; ++t) {
-      labels.push_back(std::string("q").append(std::to_string(S - T + t)));
-      for (int64_t s = c0; s < S; ++s) grid.push_back(is_masked(mc->values[size_t((b * T + t) * S + s)]) ? NAN : 1.0);
-    }
-    o << "\nmask.combined, row " << b << " (query rows x key columns; ██ may attend, ·· masked: "
-      << "the future by causality, pads by the padding mask):\n";
-    o << shade_grid(grid, T - r0, S - c0, labels, c0, key_labels(b, c0, S));
-  }
   return o.str();
+}
+
+Stepper::Render Stepper::mask_render(const std::string& table) const {
+  const HookData* mc = get("mask.combined");
+  if (!mc) return [table](const PageView&) { return table; };
+  auto g = std::make_shared<GridData>();
+  const int64_t B = mc->shape[0];
+  g->b = std::clamp<int64_t>(opt_.row, 0, B - 1);
+  g->heads = 1, g->T = mc->shape[1], g->S = mc->shape[2];
+  for (int64_t i = 0; i < g->T * g->S; ++i) g->values.push_back(is_masked(mc->values[size_t(g->b * g->T * g->S + i)]) ? NAN : 1.0f);
+  g->key_labels = key_labels(g->b, 0, g->S);
+  const Limits lim{opt_.max_cols, opt_.max_rows};
+  return [g, lim, table](const PageView& v) {
+    return fit_rows(v, g->T, lim, [&](int64_t rows) {
+      std::ostringstream o;
+      o << table << "\nmask.combined, row " << g->b << " (query rows x key columns; ██ may attend, ·· masked: "
+        << "the future by causality, pads by the padding mask):\n";
+      o << windowed_grid(*g, 0, v, lim, rows);
+      return o.str();
+    });
+  };
+}
+
+Stepper::Render Stepper::attention_render(int l) const {
+  const std::string p = "layers." + std::to_string(l) + ".attn.";
+  const HookData *pr = get(p + "probs"), *sc = get(p + "scores");
+  if (!pr) {
+    const std::string line = not_traced(cur_, {p + "probs"});
+    return [line](const PageView&) { return line; };
+  }
+  auto g = std::make_shared<GridData>();
+  const int64_t B = pr->shape[0], H = pr->shape[1], T = pr->shape[2], S = pr->shape[3];
+  g->b = std::clamp<int64_t>(opt_.row, 0, B - 1);
+  g->heads = H, g->T = T, g->S = S;
+  g->group = H / std::max<int64_t>(1, cfg_.num_kv_heads);
+  // Masked cells: from the scores when traced, else from mask.combined (the same -inf-like entries).
+  const HookData* mc = get("mask.combined");
+  if (mc && (mc->shape.size() != 3 || mc->shape[1] != T || mc->shape[2] != S)) mc = nullptr;
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < T * S; ++i) {
+      const size_t at = size_t((g->b * H + h) * T * S + i);
+      const bool masked = sc ? is_masked(sc->values[at]) : mc && is_masked(mc->values[size_t(g->b * T * S + i)]);
+      g->values.push_back(masked ? NAN : float(pr->values[at]));
+    }
+  g->key_labels = key_labels(g->b, 0, S);
+  for (int64_t s = 0; s < S; ++s) {
+    const bool known = size_t(g->b) < seq_.size() && size_t(s) < seq_[size_t(g->b)].size() && seq_[size_t(g->b)][size_t(s)] >= 0;
+    g->key_names.push_back(known ? tok(seq_[size_t(g->b)][size_t(s)]) : "");
+  }
+  const Limits lim{opt_.max_cols, opt_.max_rows};
+  return [g, lim](const PageView& v) { return draw_attention(*g, v, lim); };
 }
 
 std::string Stepper::page_embed() const {
@@ -344,44 +415,6 @@ std::string Stepper::page_rope(int l) const {
   for (int64_t h = 0; h < Hkv; ++h) {
     o << "  (k head " << h << " serves q heads " << h * group << ".." << (h + 1) * group - 1 << ")\n";
     line("k", k, kr, Hkv, h);
-  }
-  return o.str();
-}
-
-std::string Stepper::page_attention(int l) const {
-  std::ostringstream o;
-  const std::string p = "layers." + std::to_string(l) + ".attn.";
-  const HookData *pr = get(p + "probs"), *sc = get(p + "scores");
-  if (!pr) return not_traced(cur_, {p + "probs"});
-  const int64_t B = pr->shape[0], H = pr->shape[1], T = pr->shape[2], S = pr->shape[3];
-  const int64_t b = std::clamp<int64_t>(opt_.row, 0, B - 1);
-  const int64_t r0 = std::max<int64_t>(0, T - opt_.max_rows), c0 = std::max<int64_t>(0, S - opt_.max_cols);
-  o << "softmax(q.k / sqrt(hd) + mask) per head, row " << b << ": query rows x key columns (each column's token "
-    << "written downwards, then its position); shades: ' ' < 0.02 <= ░ < 0.1 <= ▒ < 0.3 <= ▓ < 0.6 <= █; ·· masked\n";
-  for (int64_t h = 0; h < H; ++h) {
-    std::vector<double> grid;
-    std::vector<std::string> labels;
-    for (int64_t t = r0; t < T; ++t) {
-      labels.push_back(std::string("q").append(std::to_string(S - T + t)));
-      for (int64_t s = c0; s < S; ++s) {
-        const size_t i = size_t(((b * H + h) * T + t) * S + s);
-        const bool masked = sc && is_masked(sc->values[i]);
-        grid.push_back(masked ? NAN : pr->values[i]);
-      }
-    }
-    // The last query's strongest keys.
-    std::vector<int64_t> keys(static_cast<size_t>(S));
-    std::iota(keys.begin(), keys.end(), 0);
-    const double* last = pr->values.data() + ((b * H + h) * T + T - 1) * S;
-    std::stable_sort(keys.begin(), keys.end(), [&](int64_t x, int64_t y) { return last[x] > last[y]; });
-    o << "head " << h << " (KV head " << h / std::max<int64_t>(1, H / std::max(1, cfg_.num_kv_heads)) << "); the last query attends most to";
-    for (size_t i = 0; i < std::min<size_t>(3, keys.size()); ++i) {
-      o << " " << keys[i];
-      if (size_t(b) < seq_.size() && size_t(keys[i]) < seq_[size_t(b)].size() && seq_[size_t(b)][size_t(keys[i])] >= 0)
-        o << " " << tok(seq_[size_t(b)][size_t(keys[i])]);
-      o << " (" << fmt("%.2f", last[keys[i]]) << ")";
-    }
-    o << "\n" << shade_grid(grid, T - r0, S - c0, labels, c0, key_labels(b, c0, S));
   }
   return o.str();
 }
@@ -509,13 +542,13 @@ std::string Stepper::page_sampling() const {
 std::string render_merges_page(const EncodeTrace& tr, const std::function<std::string(int32_t)>& token_text) {
   std::ostringstream o;
   auto t = [&](int32_t id) {
-    std::string s = token_text ? token_text(id) : "";
+    std::string s = token_text ? printable_label(token_text(id)) : "";
     return s.empty() ? std::string("#").append(std::to_string(id)) : s;
   };
-  o << "text: \"" << tr.text << "\" -> " << tr.ids.size() << " tokens\n";
+  o << "text: \"" << printable_label(tr.text) << "\" -> " << tr.ids.size() << " tokens\n";
   for (const WordTrace& w : tr.words) {
     const char* kind = w.kind == WordTrace::Kind::Bpe ? "bpe" : w.kind == WordTrace::Kind::Added ? "added token" : "added by the post-processor";
-    o << "  word \"" << w.text << "\" (" << kind << ")";
+    o << "  word \"" << printable_label(w.text) << "\" (" << kind << ")";
     if (w.kind != WordTrace::Kind::Bpe || w.whole_word) {
       o << " -> ";
       for (int32_t id : w.ids) o << "[" << t(id) << "] ";

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "tests/test_util.h"
@@ -85,20 +86,29 @@ TEST(LensCli, BadInputIsOneLine) {
   expect_usage_error(run_cli(trace + "--lens 3"), "lmscope-trace", "--lens writes lens.* hooks into the trace: give --out");
 }
 
-// --lens K alone writes the tokens and the top K of every layer, K wide, nothing else.
-TEST(LensCli, TraceLensWritesTopKOnly) {
+// --lens K adds the tokens and the top K of every layer, K wide, to the hooks: to the default
+// ones (the report's attention too), or to --hooks 'tokens.*' for a lens-only trace.
+TEST(LensCli, TraceLensAddsTopKToTheHooks) {
   testing_util::TempDir tmp;
-  const std::string out = tmp.file("lens.h5");
-  CliRun r = run_cli(kBin + "/lmscope-trace -q --model " + kTiny + " --prompt-ids " + kPromptA +
-                     " --max-new-tokens 1 --lens 4 --out " + out);
-  ASSERT_EQ(r.code, 0) << r.err;
-  const TraceReader t(out);
-  std::vector<std::string> hooks = t.hooks(0);
-  std::sort(hooks.begin(), hooks.end());
+  auto traced = [&](const std::string& hooks_arg) {
+    const std::string out = tmp.file("lens.h5");
+    std::filesystem::remove(out);
+    CliRun r = run_cli(kBin + "/lmscope-trace -q --model " + kTiny + " --prompt-ids " + kPromptA +
+                       " --max-new-tokens 1 --lens 4 " + hooks_arg + " --out " + out);
+    EXPECT_EQ(r.code, 0) << r.err;
+    const TraceReader t(out);
+    EXPECT_EQ(t.read(0, "lens.layers.1.topk_ids").shape, (Shape{1, 11, 4}));
+    std::vector<std::string> hooks = t.hooks(0);
+    std::sort(hooks.begin(), hooks.end());
+    return hooks;
+  };
   std::vector<std::string> want = {"tokens.attention_mask", "tokens.input_ids", "tokens.position_ids"};
   for (int l = 0; l < 3; ++l)
     for (const char* h : {".topk_ids", ".topk_probs"}) want.push_back("lens.layers." + std::to_string(l) + h);
   std::sort(want.begin(), want.end());
-  EXPECT_EQ(hooks, want);
-  EXPECT_EQ(t.read(0, "lens.layers.1.topk_ids").shape, (Shape{1, 11, 4}));
+  EXPECT_EQ(traced("--hooks 'tokens.*'"), want);
+  const std::vector<std::string> with_defaults = traced("");
+  for (const std::string& h : want) EXPECT_TRUE(std::count(with_defaults.begin(), with_defaults.end(), h)) << h;
+  for (const char* h : {"layers.2.attn.probs", "logits", "mask.combined"})
+    EXPECT_TRUE(std::count(with_defaults.begin(), with_defaults.end(), h)) << h << " (a default hook)";
 }

@@ -242,3 +242,15 @@ TEST(TraceCli, NegativeSeedIsRefused) {
   auto ok = tool("lmscope-trace", "-q --model " + kTiny + " --prompt-ids 1,2 --do-sample --max-new-tokens 1 --seed 18446744073709551615");
   EXPECT_EQ(ok.code, 0) << ok.err;
 }
+
+// The closing summary on stderr gives the trace's size, as the file system has it.
+TEST(TraceCli, TheSummaryGivesTheTraceSize) {
+  lmscope::testing_util::TempDir dir;
+  const std::string out = dir.file("t.h5");
+  lmscope::testing_util::CliRun r = lmscope::testing_util::run_cli(kBin + "/lmscope-trace --model " + kTiny +
+                                                 " --prompt-ids 1,2,3 --max-new-tokens 1 --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  char size[32];
+  std::snprintf(size, sizeof size, "(%.1f MB)", double(fs::file_size(out)) / 1e6);
+  EXPECT_NE(r.err.find(" tensors -> " + out + " " + size), std::string::npos) << r.err;
+}

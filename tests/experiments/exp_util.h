@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -39,10 +40,11 @@ struct RunResult {
 };
 
 // Runs `cmd` through the shell, stdout and stderr captured.
-inline RunResult run_cmd(const testing_util::TempDir& dir, const std::string& cmd) {
-  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+inline RunResult run_cmd(const std::filesystem::path& dir, const std::string& cmd) {
+  const std::string out = (dir / "stdout.txt").string(), err = (dir / "stderr.txt").string();
   int rc = std::system((cmd + " > '" + out + "' 2> '" + err + "' < /dev/null").c_str());
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, testing_util::read_text(out), testing_util::read_text(err)};
 }
+inline RunResult run_cmd(const testing_util::TempDir& dir, const std::string& cmd) { return run_cmd(dir.path(), cmd); }
 
 }  // namespace lmscope::exp_test

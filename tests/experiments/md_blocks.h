@@ -18,13 +18,26 @@
 //                    or sample output: not a command, never run. Any fence other than
 //                    ```sh is treated the same way.
 //
+// Numbers in the prose (walkthroughs/*.md; see prose_numbers_unchecked): a measured-looking
+// number the text states — a decimal (0.82), one with thousands separators (2,734; an output
+// printing 2734 checks it), one in scientific notation (4e-8), a percentage (99%) — outside code fences, inline code and HTML
+// comments must be checked: written in one of the lesson's expect lines (so the runner finds
+// it in a block's output), or listed on a line
+//   <!-- given: 1e-5, 0.5 -->   numbers the lesson sets, not measures (a tolerance, a flag's
+//                              value, arithmetic on the page such as ln(50000) = 10.8).
+//   <!-- timing: 2.41, 16.3 (2 cores, load 19) -->   times, which no rerun reproduces: stated
+//                              as measured, and this line says on which machine.
+// A number with neither fails the lesson's test: prose goes stale when the code changes.
+//
 // A block that names a file under models/ (the fetched SmolLM2 GGUF) that is absent is
 // skipped, saying which file and how to fetch it.
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <regex>
 #include <string>
@@ -100,24 +113,80 @@ inline std::string absent_model(const MdBlock& b) {
   return "";
 }
 
-// A scratch directory laid out like a checkout: build/, golden/, walkthroughs/ and models/ link to the build
-// and the repository.
-struct MdScratch {
-  testing_util::TempDir dir;
-  MdScratch() {
-    namespace fs = std::filesystem;
-    fs::create_directory_symlink(kBin, dir.path() / "build");
-    fs::create_directory_symlink(kRoot + "/golden", dir.path() / "golden");
-    fs::create_directory_symlink(kRoot + "/walkthroughs", dir.path() / "walkthroughs");   // lesson data (walkthroughs/data)
-    if (fs::exists(kRoot + "/models")) fs::create_directory_symlink(kRoot + "/models", dir.path() / "models");
+// The prose numbers of the lesson at `path` that no expect line holds and no given line
+// lists, as "line N: X" (empty: every number is checked).
+inline std::vector<std::string> prose_numbers_unchecked(const std::string& path) {
+  static const std::regex number(R"((?:^|[^\w.])((?:\d{1,3}(?:,\d{3})+(?:\.\d+)?%?|\d+\.\d+(?:e[-+]?\d+)?%?|\d+e[-+]?\d+|\d+%))(?![\w]))");
+  static const std::regex expect(R"(^<!-- expect: (.*) -->\s*$)");
+  static const std::regex given(R"(^<!-- (?:given|timing): (.*) -->\s*$)");
+  static const std::regex hidden(R"(<!--.*?-->|`[^`]*`|\]\([^)]*\))");   // comments, inline code, link targets
+  std::ifstream in(path);
+  std::vector<std::string> checked;   // the expect lines' texts and the given numbers
+  std::vector<std::pair<int, std::string>> prose;
+  std::string line;
+  bool fence = false;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.rfind("```", 0) == 0) {
+      fence = !fence;
+      continue;
+    }
+    std::smatch m;
+    if (fence) continue;
+    if (std::regex_match(line, m, expect)) checked.push_back(m[1]);
+    else if (std::regex_match(line, m, given))
+      for (std::sregex_iterator it(line.begin() + m.position(1), line.begin() + m.position(1) + m.length(1), number), end;
+           it != end; ++it)
+        checked.push_back((*it)[1]);
+    else prose.emplace_back(n, std::regex_replace(line, hidden, " "));
   }
+  std::vector<std::string> out;
+  for (const auto& [n, text] : prose)
+    for (std::sregex_iterator it(text.begin(), text.end(), number), end; it != end; ++it) {
+      const std::string x = (*it)[1];
+      std::string plain = x;   // 2,734 is checked by an output that prints 2734
+      plain.erase(std::remove(plain.begin(), plain.end(), ','), plain.end());
+      if (std::none_of(checked.begin(), checked.end(), [&](const std::string& c) {
+            return c.find(x) != std::string::npos || c.find(plain) != std::string::npos;
+          }))
+        out.push_back("line " + std::to_string(n) + ": " + x);
+    }
+  return out;
+}
+
+// A scratch directory laid out like a checkout: build/, golden/, walkthroughs/ and models/ link to the build
+// and the repository. A temporary one, or `keep` (emptied first, left in place: what
+// scripts/prepare-workshop.sh hands to a class).
+class MdScratch {
+ public:
+  explicit MdScratch(const std::string& keep = "") {
+    namespace fs = std::filesystem;
+    if (keep.empty()) {
+      tmp_.emplace();
+      path_ = tmp_->path();
+    } else {
+      path_ = keep;
+      fs::remove_all(path_);
+      fs::create_directories(path_);
+    }
+    fs::create_directory_symlink(kBin, path_ / "build");
+    fs::create_directory_symlink(kRoot + "/golden", path_ / "golden");
+    fs::create_directory_symlink(kRoot + "/walkthroughs", path_ / "walkthroughs");   // lesson data (walkthroughs/data)
+    if (fs::exists(kRoot + "/models")) fs::create_directory_symlink(kRoot + "/models", path_ / "models");
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::optional<testing_util::TempDir> tmp_;
+  std::filesystem::path path_;
 };
 
 // Runs one block in `s` and checks its exit status and expect lines (gtest assertions).
 inline void run_md_block(const MdScratch& s, const MdBlock& b) {
-  const std::string script = s.dir.file("block.sh");
-  std::ofstream(script) << "set -eo pipefail\ncd '" << s.dir.path().string() << "'\n" << b.script;
-  RunResult r = run_cmd(s.dir, "bash '" + script + "'");
+  const std::string script = (s.path() / "block.sh").string();
+  // One thread, whatever the caller's environment: a float32 sum split over threads adds in
+  // another order, and the lessons' numbers (their expect lines) are measured with one.
+  std::ofstream(script) << "set -eo pipefail\nexport OMP_NUM_THREADS=1\ncd '" << s.path().string() << "'\n" << b.script;
+  RunResult r = run_cmd(s.path(), "bash '" + script + "'");
   ASSERT_EQ(r.code, 0) << b.script << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err;
   for (const std::string& e : b.expect)
     EXPECT_NE(r.out.find(e), std::string::npos) << "expected: " << e << "\nin:\n" << r.out;

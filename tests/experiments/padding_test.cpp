@@ -225,3 +225,24 @@ TEST(PaddingExperimentHooks, RestrictedHooksStillJudgeAndNeverReportAnUnmeasured
   for (const std::string& h : tr.hooks(0))
     EXPECT_TRUE(h.rfind("tokens.", 0) == 0 || h.rfind("sample.", 0) == 0 || h.find(".resid_post") != std::string::npos) << h;
 }
+
+// The text report's "why:" block names each line's mode: a row without pads gets the same
+// sentence under every mode, and without the label the four lines could not be told apart.
+TEST_F(PaddingExperiment, WhyLinesNameTheirMode) {
+  const std::string text = padding_report_text(*report, tiny->ctx);
+  const size_t why = text.find("  why:\n");
+  ASSERT_NE(why, std::string::npos) << text;
+  const size_t end = text.find("\n\n", why);
+  std::vector<std::string> lines;
+  for (size_t a = text.find('\n', why) + 1; a < end && a < text.size();) {
+    const size_t b = text.find('\n', a);
+    lines.push_back(text.substr(a, b - a));
+    a = b + 1;
+  }
+  ASSERT_EQ(lines.size(), report->rows[0].modes.size()) << text;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string label = std::string("    ") + padding_mode_name(report->rows[0].modes[i].mode) + " ";
+    EXPECT_EQ(lines[i].rfind(label, 0), 0u) << lines[i];
+    EXPECT_NE(lines[i].find(report->rows[0].modes[i].sentence), std::string::npos) << lines[i];
+  }
+}

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "tests/experiments/md_blocks.h"
 
@@ -33,19 +35,38 @@ TEST_P(Walkthrough, CommandsRunAndShowWhatTheLessonSays) {
   // The lessons are committed: none found means a broken checkout, not a reason to skip.
   ASSERT_NE(GetParam(), "(none)") << "no walkthroughs/*.md found under " << kRoot;
   const std::string path = kRoot + "/walkthroughs/" + GetParam();
+  // Every number the prose states is checked (md_blocks.h), with or without the model.
+  for (const std::string& n : prose_numbers_unchecked(path))
+    ADD_FAILURE() << GetParam() << " " << n << ": a number in the prose that no expect line checks (add one, or list it in <!-- given: -->)";
   std::vector<MdBlock> blocks = sh_blocks(path);
   ASSERT_FALSE(blocks.empty()) << path << " has no ```sh block";
   // The blocks build on each other: a lesson that needs an absent model skips as a whole.
   for (const MdBlock& b : blocks)
     if (b.not_run.empty() && !absent_model(b).empty())
       GTEST_SKIP() << GetParam() << ":" << b.line << " needs " << absent_model(b) << " (scripts/fetch-model.sh fetches it)";
-  MdScratch scratch;
+  // LMSCOPE_LESSON_OUT=DIR keeps each lesson's files in DIR/<lesson> (scripts/prepare-workshop.sh).
+  const char* keep = std::getenv("LMSCOPE_LESSON_OUT");
+  MdScratch scratch(keep && *keep ? std::string(keep) + "/" + GetParam().substr(0, GetParam().size() - 3) : "");
   for (const MdBlock& b : blocks) {
     if (!b.not_run.empty()) continue;
     SCOPED_TRACE(GetParam() + ":" + std::to_string(b.line));
     run_md_block(scratch, b);
     if (HasFatalFailure()) return;
   }
+}
+
+// The rule itself, on a lesson written here: a number in the prose fails until an expect line
+// holds it or a given line lists it; numbers in code, inline code and comments do not count.
+TEST(WalkthroughRule, AProseNumberWithoutAnExpectLineFails) {
+  testing_util::TempDir dir;
+  const std::string lesson = dir.file("lesson.md");
+  const std::string head = "# L\n\nThe mean KL is 0.77, clips 2,734 values; `0.5` in code, 3 layers.\n\n```sh\necho 'kl 0.77'\n```\n";
+  std::ofstream(lesson) << head;
+  EXPECT_EQ(prose_numbers_unchecked(lesson), (std::vector<std::string>{"line 3: 0.77", "line 3: 2,734"}));
+  std::ofstream(lesson) << head << "<!-- expect: kl 0.77 -->\n";
+  EXPECT_EQ(prose_numbers_unchecked(lesson), (std::vector<std::string>{"line 3: 2,734"}));
+  std::ofstream(lesson) << head << "<!-- expect: kl 0.77 -->\n\n<!-- given: 2,734 -->\n";
+  EXPECT_TRUE(prose_numbers_unchecked(lesson).empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Lessons, Walkthrough, ::testing::ValuesIn(lessons()), [](const auto& info) {

@@ -2,7 +2,6 @@
 // next layer, `s` to the next step after this step's logits and sampling, `q` quits; without
 // a terminal every page is printed. (Every key, on a stored trace: step_keys_test.cpp.)
 #include <gtest/gtest.h>
-#include <pty.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "experiments/stepper.h"
+#include "tests/step/step_pty.h"
 #include "tests/test_util.h"
 
 using namespace lmscope;
@@ -36,14 +36,7 @@ size_t count(const std::string& s, const std::string& what) {
 class Pty {
  public:
   explicit Pty(const std::vector<std::string>& args) {
-    pid_ = forkpty(&fd_, nullptr, nullptr, nullptr);
-    if (pid_ == 0) {
-      std::vector<char*> argv;
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
+    pid_ = step_test::spawn_in_pty(args, &fd_);
   }
   ~Pty() {
     if (pid_ > 0 && !exited_) {
