@@ -3,14 +3,18 @@
 (docs/benchmarks.md "CPU memory"): by default DeepSeek-R1-Distill-Qwen-1.5B's (qwen2: 28
 layers, hidden 1536, FFN 8960, 12 heads, 2 KV heads, vocabulary 151936, untied head, q/k/v
 biases, RoPE theta 10000, RMSNorm eps 1e-6). Every matrix is quantized to Q4_1 with the
-`gguf` package's quantize (norms and biases stay F32), as a Q4_1 llama.cpp file holds them.
+`gguf` package's quantize (norms and biases stay F32), as a Q4_1 llama.cpp file holds them; or,
+with --type f16 / f32, stored as such: the input of llama.cpp's llama-quantize, which makes the
+K-quant files (Q4_K_M: docs/benchmarks.md).
 A stand-in byte-level tokenizer (the 256 byte tokens, one merge, numbered filler up to the
 vocabulary) lets the tools load it; give it --prompt-ids.
 
   venv/bin/python scripts/make_synthetic_gguf.py /tmp/r1-1.5b-shape.Q4_1.gguf   # gguf, numpy
   lmscope-trace --model /tmp/r1-1.5b-shape.Q4_1.gguf --prompt-ids 1,2,3 --max-new-tokens 1
+  venv/bin/python scripts/make_synthetic_gguf.py /tmp/r1-1.5b-shape.f16.gguf --type f16    # ~3.6 GB
+  llama-quantize /tmp/r1-1.5b-shape.f16.gguf /tmp/r1-1.5b-shape.Q4_K_M.gguf Q4_K_M
 
-Weights are N(0, 0.02) from a fixed seed; the file (~1.1 GB) is not meant to be committed.
+Weights are N(0, 0.02) from a fixed seed; the file (~1.1 GB as Q4_1) is not meant to be committed.
 --layers/--hidden/... make smaller files of the same layout.
 """
 import argparse
@@ -54,6 +58,7 @@ def main():
     ap.add_argument("--kv-heads", type=int, default=2)
     ap.add_argument("--vocab", type=int, default=151936)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--type", choices=["q4_1", "f16", "f32"], default="q4_1", help="how the matrices are stored")
     a = ap.parse_args()
     D, F, V, H, Hkv = a.hidden, a.ffn, a.vocab, a.heads, a.kv_heads
     hd = D // H
@@ -61,7 +66,8 @@ def main():
 
     w = gguf.GGUFWriter(a.out, "qwen2")
     w.add_name("random weights, DeepSeek-R1-Distill-Qwen-1.5B shapes")
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_1)
+    w.add_file_type({"q4_1": gguf.LlamaFileType.MOSTLY_Q4_1, "f16": gguf.LlamaFileType.MOSTLY_F16,
+                     "f32": gguf.LlamaFileType.ALL_F32}[a.type])
     w.add_block_count(a.layers)
     w.add_context_length(131072)
     w.add_embedding_length(D)
@@ -78,8 +84,12 @@ def main():
         slabs = []
         for r0 in range(0, rows, 8192):
             n = min(8192, rows - r0)
-            slabs.append(quantize(rng.standard_normal((n, cols), dtype=np.float32) * np.float32(0.02), Q.Q4_1))
-        w.add_tensor(name, np.concatenate(slabs), raw_dtype=Q.Q4_1)
+            v = rng.standard_normal((n, cols), dtype=np.float32) * np.float32(0.02)
+            slabs.append(quantize(v, Q.Q4_1) if a.type == "q4_1" else v.astype(np.float16 if a.type == "f16" else np.float32))
+        if a.type == "q4_1":
+            w.add_tensor(name, np.concatenate(slabs), raw_dtype=Q.Q4_1)
+        else:
+            w.add_tensor(name, np.concatenate(slabs))
 
     def vector(name, n, value=None):
         v = np.full(n, value, np.float32) if value is not None else rng.standard_normal(n, dtype=np.float32) * np.float32(0.02)

@@ -1,5 +1,5 @@
 // Prefill's matmul over GGUF blocks: out[N,O] = x[N,I] @ W[O,I]^T (+ bias[O]) for any N, with
-// W held as Q8_0/Q4_1 blocks only (no float32 copy: tensor/quant_blocks.h). Each OpenMP
+// W held as GGUF blocks only (no float32 copy: tensor/quant_blocks.h). Each OpenMP
 // thread takes a slice of the O outputs (over_rows.h) and walks it a panel of rows at a time:
 // dequantize the panel into the thread's buffer (kPrefillPanelBytes, kept for the thread's
 // life), then one sgemm of x against it. The float32 copy of the whole matrix is never made:
