@@ -4,7 +4,7 @@ package's dequantize (gguf-py, which transformers loads GGUF files with) on bloc
 quantizer wrote; written to golden/gguf/.
 
   venv/bin/python golden/make_kquant_refs.py r1 [--check]
-  venv/bin/python golden/make_kquant_refs.py quantize --llama-quantize BUILD/bin/llama-quantize [--check]
+  venv/bin/python golden/make_kquant_refs.py quantize --ggml BUILD/bin/libggml-base.so [--check]
 
 r1        r1_output_q6k.json: DeepSeek-R1-Distill-Qwen-7B's Q4_K_M GGUF, its first 99.6 MB
           (scripts/fetch-r1-tokenizer.sh: models/DeepSeek-R1-Distill-Qwen-7B.Q4_K_M.header.gguf),
@@ -14,11 +14,12 @@ r1        r1_output_q6k.json: DeepSeek-R1-Distill-Qwen-7B's Q4_K_M GGUF, its fir
           too (a failure says where), and rows 0 and 31,856 in full. The file is too short for
           gguf's GGUFReader (it maps every tensor), so it is read through a sparse copy of the
           full length: only the rows inside the real part are used.
-quantize  llama_quantize_kquants.json: a small synthetic qwen2 GGUF (scripts/make_synthetic_gguf.py
-          --type f32, seeded) quantized by llama.cpp's own llama-quantize (scripts/build-llamacpp.sh
-          builds it) to Q4_K_M (Q4_K and Q6_K blocks) and to Q5_K_M (Q5_K and Q6_K): for each of
-          Q4_K, Q5_K and Q6_K, 12 super-blocks from such a tensor and gguf-py's float32 values
-          for them (gguf cannot quantize K-quants itself).
+quantize  ggml_quantized_kquants.json: super-blocks written by llama.cpp's quantizer, the
+          function llama-quantize calls for every tensor (llama-quant.cpp: ggml_quantize_chunk,
+          no importance matrix), loaded from the libggml-base.so that scripts/build-llamacpp.sh
+          builds, on seeded N(0, 0.02) rows of 512 weights (a weight matrix's values): for each
+          of Q4_K, Q5_K and Q6_K, 12 super-blocks and gguf-py's float32 values for them (gguf
+          cannot quantize K-quants itself).
 
 Checksum (what a C++ test recomputes without a hash library): the float32 values' bit patterns
 b_i as unsigned integers, i the element's index in the row-major [rows, 3584] block of rows:
@@ -33,7 +34,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -106,52 +106,46 @@ def gguf_version():
     return version("gguf")
 
 
-def quantize_refs(llama_quantize):
-    if not (llama_quantize and os.access(llama_quantize, os.X_OK)):
-        sys.exit("--llama-quantize: give the llama-quantize that scripts/build-llamacpp.sh builds (BUILD/bin/llama-quantize)")
+def quantize_refs(ggml_lib):
+    import ctypes
+    if not (ggml_lib and os.path.isfile(ggml_lib)):
+        sys.exit("--ggml: give the libggml-base.so that scripts/build-llamacpp.sh builds (BUILD/bin/libggml-base.so)")
+    lib = ctypes.CDLL(ggml_lib)
+    lib.ggml_quantize_chunk.restype = ctypes.c_size_t
+    lib.ggml_quantize_chunk.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                                        ctypes.c_int64, ctypes.c_void_p]
+    rng = np.random.default_rng(7)
+    rows, cols = 6, 512
     entries = []
-    with tempfile.TemporaryDirectory() as tmp:
-        f32 = os.path.join(tmp, "tiny.f32.gguf")
-        subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_synthetic_gguf.py"), f32, "--type", "f32",
-                        "--layers", "2", "--hidden", "512", "--ffn", "1024", "--heads", "4", "--kv-heads", "2",
-                        "--vocab", "1024", "--seed", "7"], check=True, stdout=subprocess.DEVNULL)
-        picked = {}
-        for ftype in ("Q4_K_M", "Q5_K_M"):
-            out = os.path.join(tmp, f"tiny.{ftype}.gguf")
-            subprocess.run([llama_quantize, f32, out, ftype], check=True, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
-            reader = gguf.GGUFReader(out)
-            for t in reader.tensors:
-                name = t.tensor_type.name
-                if name in ("Q4_K", "Q5_K", "Q6_K") and name not in picked:
-                    _, size = gguf.GGML_QUANT_SIZES[t.tensor_type]
-                    flat = np.asarray(t.data).reshape(-1).view(np.uint8)
-                    n = flat.size // size
-                    idx = [0, 1, 2, n // 3, n // 2, n // 2 + 1, 2 * n // 3, n - 5, n - 4, n - 3, n - 2, n - 1]
-                    raw = np.concatenate([flat[i * size:(i + 1) * size] for i in idx]).reshape(1, -1)
-                    y = dequantize(raw, t.tensor_type).reshape(-1).astype(np.float32, copy=False)
-                    picked[name] = {"type": name, "type_id": int(t.tensor_type), "n_blocks": len(idx),
-                                    "source": f"{t.name} of the synthetic file quantized to {ftype} by llama-quantize, "
-                                              f"super-blocks {idx}",
-                                    "block_bytes": raw.tobytes().hex(), "expected_f32": hexf32(y)}
-    for name in ("Q4_K", "Q5_K", "Q6_K"):
-        if name not in picked:
-            sys.exit(f"llama-quantize wrote no {name} tensor")
-        entries.append(picked[name])
-    return {"gguf_version": gguf_version(), "quantizer": "llama.cpp llama-quantize (llama-cpp-python 0.3.36's vendor/llama.cpp)",
+    for qtype in (gguf.GGMLQuantizationType.Q4_K, gguf.GGMLQuantizationType.Q5_K, gguf.GGMLQuantizationType.Q6_K):
+        x = np.ascontiguousarray(rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(0.02))
+        x[0, :256] = 0.0          # an all-zero super-block
+        x[1, 256:] += 0.05        # one whose values are all positive (a min of 0 matters)
+        block, size = gguf.GGML_QUANT_SIZES[qtype]
+        raw = np.zeros(rows * cols // block * size, dtype=np.uint8)
+        written = lib.ggml_quantize_chunk(int(qtype), x.ctypes.data, raw.ctypes.data, 0, rows, cols, None)
+        assert written == raw.size, (written, raw.size)
+        raw = raw.reshape(1, -1)
+        y = dequantize(raw, qtype).reshape(-1).astype(np.float32, copy=False)
+        entries.append({"type": qtype.name, "type_id": int(qtype), "n_blocks": rows * cols // block,
+                        "source": f"ggml_quantize_chunk of {rows} seeded N(0, 0.02) rows of {cols} (row 0's first "
+                                  "super-block all zero, row 1's second shifted by +0.05)",
+                        "block_bytes": raw.tobytes().hex(), "expected_f32": hexf32(y)})
+    return {"gguf_version": gguf_version(),
+            "quantizer": "llama.cpp's ggml_quantize_chunk (llama-cpp-python 0.3.36's vendor/llama.cpp, libggml-base.so)",
             "entries": entries}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("what", choices=["r1", "quantize"])
-    ap.add_argument("--llama-quantize")
+    ap.add_argument("--ggml", help="quantize: llama.cpp's libggml-base.so")
     ap.add_argument("--check", action="store_true", help="compare with the committed file")
     a = ap.parse_args()
     if a.what == "r1":
         path, data = os.path.join(OUT, "r1_output_q6k.json"), r1_refs()
     else:
-        path, data = os.path.join(OUT, "llama_quantize_kquants.json"), quantize_refs(a.llama_quantize)
+        path, data = os.path.join(OUT, "ggml_quantized_kquants.json"), quantize_refs(a.ggml)
     write_or_check(path, json.dumps(data, indent=1) + "\n", a.check)
 
 
