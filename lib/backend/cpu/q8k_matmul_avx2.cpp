@@ -8,6 +8,7 @@
 // processor first.
 #include "backend/cpu/q8k_matmul.h"
 
+#include <cstring>
 #include <stdexcept>
 
 #if defined(__x86_64__)
@@ -35,13 +36,20 @@ LMSCOPE_Q8K_TARGET float dot_k4(const uint8_t* w, int64_t nb, const int8_t* q, c
     const uint8_t* blk = w + i * bytes;
     const int8_t* a = q + i * 256;
     const float d = da[i] * quant::load_f16(blk), dmin = -da[i] * quant::load_f16(blk + 2);
-    int sc[8], m[8];
-    q8k::k4_scales(blk, sc, m);
+    // The eight 6-bit scales into bytes sm[0..7] and the mins into sm[8..15], by llama.cpp's
+    // word shifts (quant::scale_min_k4's values, without its branches).
+    uint32_t u[4];
+    std::memcpy(u, blk + 4, 12);
+    u[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    const uint32_t mins_lo = u[1] & 0x3f3f3f3fu;
+    u[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    u[2] = mins_lo;
+    u[0] &= 0x3f3f3f3fu;
+    uint8_t sm[16];
+    std::memcpy(sm, u, 16);
     const __m256i q8sums = load256(bsums + i * 16);
     const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(q8sums), _mm256_extracti128_si256(q8sums, 1));
-    const __m128i prod = _mm_madd_epi16(_mm_setr_epi16(short(m[0]), short(m[1]), short(m[2]), short(m[3]), short(m[4]),
-                                                       short(m[5]), short(m[6]), short(m[7])),
-                                        q8s);
+    const __m128i prod = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 8))), q8s);
     if (Q5) {
       __m128i h = _mm_add_epi32(prod, _mm_unpackhi_epi64(prod, prod));
       h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 1));
@@ -60,9 +68,9 @@ LMSCOPE_Q8K_TARGET float dot_k4(const uint8_t* w, int64_t nb, const int8_t* q, c
         lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, s0), one), 4));
         hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, s1), one), 4));
       }
-      const __m256i pl = _mm256_madd_epi16(_mm256_set1_epi16(short(sc[2 * j])), _mm256_maddubs_epi16(lo, load256(a + 64 * j)));
+      const __m256i pl = _mm256_madd_epi16(_mm256_set1_epi16(short(sm[2 * j])), _mm256_maddubs_epi16(lo, load256(a + 64 * j)));
       const __m256i ph =
-          _mm256_madd_epi16(_mm256_set1_epi16(short(sc[2 * j + 1])), _mm256_maddubs_epi16(hi, load256(a + 64 * j + 32)));
+          _mm256_madd_epi16(_mm256_set1_epi16(short(sm[2 * j + 1])), _mm256_maddubs_epi16(hi, load256(a + 64 * j + 32)));
       sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(pl, ph));
     }
     acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
