@@ -3,8 +3,8 @@
 # from the llama-cpp-python sdist on PyPI (its vendor/llama.cpp), into
 # $LMSCOPE_CACHE/llama-cpp-python-VERSION (default cache ~/.cache/lmscope); nothing of it
 # enters the repository. The sdist comes through `pip download` (the user's pip configuration
-# applies: index, proxy, certificates) and its sha256 is checked. Builds llama-bench and the
-# shared libllama that the sdist's own Python package (llama_cpp/, ctypes) loads through
+# applies: index, proxy, certificates) and its sha256 is checked. Builds llama-bench, llama-quantize
+# (the K-quant files of the tests and benchmarks) and the shared libllama that the sdist's own Python package (llama_cpp/, ctypes) loads through
 # LLAMA_CPP_LIB_PATH (scripts/llamacpp_logits.py). Idempotent: an existing build is reused.
 # Prints the build directory on stdout; progress goes to stderr; a failure is one line.
 set -uo pipefail
@@ -15,7 +15,7 @@ dir="$cache/llama-cpp-python-$version"
 sdist="$cache/sdist/llama_cpp_python-$version.tar.gz"
 fail() { echo "build-llamacpp: $*" >&2; exit 1; }
 
-if [ -x "$dir/build/bin/llama-bench" ] && [ -d "$dir/src/llama_cpp" ]; then echo "$dir"; exit 0; fi
+if [ -x "$dir/build/bin/llama-bench" ] && [ -x "$dir/build/bin/llama-quantize" ] && [ -d "$dir/src/llama_cpp" ]; then echo "$dir"; exit 0; fi
 command -v cmake >/dev/null || fail "cmake is not installed (scripts/setup.sh installs it)"
 if [ ! -f "$sdist" ]; then
   echo "build-llamacpp: pip download llama-cpp-python==$version (sdist, about 77 MB)" >&2
@@ -30,9 +30,9 @@ got=$(sha256sum "$sdist" | cut -d' ' -f1)
 rm -rf "$dir/src.tmp" && mkdir -p "$dir/src.tmp"
 tar -xzf "$sdist" -C "$dir/src.tmp" || fail "cannot unpack $sdist"
 rm -rf "$dir/src" && mv "$dir/src.tmp/llama_cpp_python-$version" "$dir/src" && rm -rf "$dir/src.tmp"
-echo "build-llamacpp: building llama-bench and libllama (CPU, native, -j2) in $dir/build" >&2
+echo "build-llamacpp: building llama-bench, llama-quantize and libllama (CPU, native, -j2) in $dir/build" >&2
 cmake -S "$dir/src/vendor/llama.cpp" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
       -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON \
       -DLLAMA_BUILD_SERVER=OFF >"$dir/cmake.log" 2>&1 || fail "cmake configure failed ($dir/cmake.log)"
-cmake --build "$dir/build" -j2 --target llama-bench llama >"$dir/build.log" 2>&1 || fail "build failed ($dir/build.log)"
+cmake --build "$dir/build" -j2 --target llama-bench llama llama-quantize >"$dir/build.log" 2>&1 || fail "build failed ($dir/build.log)"
 echo "$dir"

@@ -175,7 +175,7 @@ nlohmann::json kernels_bench(const std::string& path, int repeats) {
   for (const LayerWeights& l : m.weights.layers)
     for (const Tensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*t);
   add(m.weights.lm_head);
-  if (mats.empty()) throw std::runtime_error("--kernels: " + path + " has no Q8_0/Q4_1 weight matrix");
+  if (mats.empty()) throw std::runtime_error("--kernels: " + path + " has no weight matrix held as GGUF blocks");
   int64_t widest = 0, most = 0;
   double bytes = 0;
   for (const QuantBlocks* q : mats) {
@@ -208,6 +208,7 @@ nlohmann::json kernels_bench(const std::string& path, int repeats) {
       const auto run = kernel;   // a lambda may not capture a structured binding (clang 14)
       const auto t0 = clock::now();
       for (const QuantBlocks* q : mats) {
+        if (!cpu::q8_matmul_supports(q->type)) continue;
         cpu::quantize_rows_q8(x.data(), 1, q->cols, q8);
         cpu::over_outputs(q->rows, [&](int64_t o0, int64_t o1) { run(out.data(), q8, *q, nullptr, o0, o1); });
       }

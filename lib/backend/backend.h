@@ -25,7 +25,8 @@ class Backend {
   // float32 activations between ops; CUDA only).
   virtual std::string compute_dtype() const { return "f32"; }
   // What a matmul by a GGUF block-quantized weight multiplies: float32 activations ("f32"), or
-  // activations quantized to int8 per block of 32 ("q8": CPU --cpu-activations q8).
+  // activations quantized to int8 per block of 32, of 256 for a K-quant weight ("q8": CPU
+  // --cpu-activations q8).
   virtual std::string activations() const { return "f32"; }
 
   // A new float32 activation tensor on this backend. Every op writes all of its output, so
@@ -75,7 +76,8 @@ class Backend {
   // A backend that quantizes a matmul's input rows before multiplying them by W (CPU
   // --cpu-activations q8, W held as GGUF blocks) shows what it rounded, for the quant.*.q8
   // hooks: codes (x's shape, the int8 codes as float32) and scales ([..., I/32], each block's
-  // fp16 scale as float32), by the very function its matmul uses; true then. false, nothing
+  // fp16 scale as float32; for a K-quant W [..., I/256], each super-block's float32 scale), by
+  // the very function its matmul uses; true then. false, nothing
   // written, for every other backend or weight.
   virtual bool quantize_activations_for_hook(const Tensor& x, const Tensor& W, Tensor& codes, Tensor& scales) {
     (void)x;

@@ -162,14 +162,16 @@ ModelConfig gguf_model_config(const GgufFile& f) {
 }
 
 namespace {
-// A 2-D Q8_0/Q4_1 weight is held as its blocks only (tensor/quant_blocks.h): a view into the
-// mapped file, no float32 copy. Null for any other tensor (those are dequantized at load).
+// A 2-D Q8_0/Q4_1/Q4_K/Q5_K/Q6_K weight is held as its blocks only (tensor/quant_blocks.h): a
+// view into the mapped file, no float32 copy. Null for any other tensor (those are dequantized
+// at load).
 std::shared_ptr<const QuantBlocks> file_blocks(const GgufFile& f, const GgufTensorInfo& t) {
-  const std::string type = ggml_type_name(t.type);
+  BlockType type;
   const Shape shape = t.shape();
-  if (shape.size() != 2 || shape[1] % QuantBlocks::kBlock != 0 || (type != "Q8_0" && type != "Q4_1")) return nullptr;
+  if (shape.size() != 2 || !block_type_of(ggml_type_name(t.type), &type) || shape[1] % block_elems(type) != 0)
+    return nullptr;
   auto b = std::make_shared<QuantBlocks>();
-  b->type = type == "Q8_0" ? BlockType::Q8_0 : BlockType::Q4_1;
+  b->type = type;
   b->rows = shape[0];
   b->cols = shape[1];
   if (t.nbytes != uint64_t(b->rows) * b->row_bytes()) return nullptr;   // not the layout we read: floats

@@ -1,6 +1,6 @@
 // A Llama (or Qwen2) decoder from a GGUF file: ModelConfig from the `<arch>.*` metadata and
-// the tokenizer.ggml.*_token_id keys, Weights (2-D Q8_0/Q4_1 matrices held as their blocks
-// only, views into the mapping (Tensor::from_blocks); the F32 norms views too; every other
+// the tokenizer.ggml.*_token_id keys, Weights (2-D Q8_0/Q4_1/Q4_K/Q5_K/Q6_K matrices held as their
+// blocks only, views into the mapping (Tensor::from_blocks); the F32 norms views too; every other
 // type dequantized to float32 at load), llama.cpp tensor names mapped to ours, and the q/k row
 // permutation of llama.cpp's Llama converter undone so HF-convention RoPE applies unchanged.
 // docs/gguf.md has the mapping and the permutation.

@@ -106,7 +106,7 @@ SchemeWeights stored_blocks_weights(const Weights& w) {
       const Tensor& src = w.layers[L].*slot.member;
       Tensor fresh = Tensor::zeros(src.shape());
       if (const auto& b = src.blocks()) {
-        const uint32_t ggml_type = b->type == BlockType::Q8_0 ? 8 : 3;   // GGML_TYPE_Q8_0 / Q4_1
+        const uint32_t ggml_type = ggml_type_of(b->type);
         for (int64_t r = 0; r < b->rows; ++r)
           dequantize_row(ggml_type, b->data + r * b->row_bytes(), fresh.f32() + r * b->cols, b->cols);
         out.bytes += int64_t(b->rows * b->row_bytes()) - 4 * src.numel();

@@ -1,6 +1,7 @@
 // Decode's matmul over GGUF blocks (lib/backend/cpu/block_matmul.h) against sgemm on the same
 // weights dequantized by the loader's own per-block functions (kernels/quant_blocks.cuh):
-// Q8_0 and Q4_1, 1 to 8 rows, widths of 1, 3, 18 and 48 blocks, output counts that do not divide
+// Q8_0, Q4_1 (widths of 1, 3, 18 and 48 blocks of 32) and Q4_K, Q5_K, Q6_K (1, 3, 6 and 9
+// super-blocks of 256), 1 to 8 rows, output counts that do not divide
 // between the threads, with and without bias; the AVX-512, AVX2 and portable implementations
 // each (the SIMD ones also against the portable one, their reference); a row's result the same
 // in any batch; which one block_matmul runs; and CpuBackend::linear choosing it only when it
@@ -13,6 +14,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/cpu/block_matmul.h"
@@ -20,6 +22,7 @@
 #include "random_blocks.h"
 
 using namespace lmscope;
+using lmscope::test::all_block_types;
 using lmscope::test::close;
 using lmscope::test::random_blocks;
 using lmscope::test::RandomBlocks;
@@ -42,15 +45,16 @@ std::vector<Simd> simd_kernels() {
 
 TEST(BlockMatmul, EveryImplementationMatchesSgemmOnTheDequantizedWeights) {
   CpuBackend cpu;
-  for (BlockType type : {BlockType::Q8_0, BlockType::Q4_1})
-    for (auto [O, I] : std::vector<std::pair<int64_t, int64_t>>{{1, 32}, {7, 96}, {65, 576}, {9, 1536}})
+  for (BlockType type : all_block_types())
+    for (auto [O, blocks] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 3}, {65, 18}, {9, 48}})
       for (int64_t N : {1, 2, 3, 8}) {
+        const int64_t I = is_k_quant(type) ? 256 * (blocks == 18 ? 6 : blocks == 48 ? 9 : blocks) : 32 * blocks;
         RandomBlocks b = random_blocks(type, O, I, uint64_t(O * 31 + I + N));
         Tensor x = randn({N, I}, uint64_t(N + 5)), bias = randn({O}, 9);
         for (bool with_bias : {false, true}) {
           Tensor ref = cpu.alloc({N, O});
           cpu.linear(ref, x, b.w, with_bias ? bias : Tensor());   // no blocks attached: sgemm
-          const std::string where = std::string(type == BlockType::Q8_0 ? "Q8_0" : "Q4_1") + " N=" +
+          const std::string where = std::string(block_type_name(type)) + " N=" +
                                     std::to_string(N) + " O=" + std::to_string(O) + " I=" + std::to_string(I) +
                                     (with_bias ? " +bias" : "");
           const float* bp = with_bias ? bias.f32() : nullptr;
@@ -78,8 +82,8 @@ TEST(BlockMatmul, EveryImplementationMatchesSgemmOnTheDequantizedWeights) {
 TEST(BlockMatmul, ARowsResultDoesNotDependOnTheRowsBesideIt) {
   std::vector<Simd> all = simd_kernels();
   all.push_back({"portable", cpu::block_matmul_portable, true});
-  for (BlockType type : {BlockType::Q8_0, BlockType::Q4_1}) {
-    const int64_t O = 13, I = 160, N = cpu::kBlockMatmulMaxRows;   // 5 blocks: an odd last one
+  for (BlockType type : all_block_types()) {
+    const int64_t O = 13, I = 5 * block_elems(type), N = cpu::kBlockMatmulMaxRows;   // 5 blocks: an odd last one
     RandomBlocks b = random_blocks(type, O, I, 77);
     Tensor x = randn({N, I}, 78), bias = randn({O}, 79);
     for (const auto& [name, run, runs] : all) {
@@ -90,7 +94,7 @@ TEST(BlockMatmul, ARowsResultDoesNotDependOnTheRowsBesideIt) {
         for (int64_t n = 0; n < rows; ++n) {
           run(one.data(), x.f32() + n * I, *b.q, bias.f32(), 1);
           EXPECT_EQ(0, std::memcmp(one.data(), batch.data() + n * O, size_t(O) * 4))
-              << name << (type == BlockType::Q8_0 ? " Q8_0" : " Q4_1") << " row " << n << " of " << rows;
+              << name << " " << block_type_name(type) << " row " << n << " of " << rows;
         }
       }
     }
@@ -140,10 +144,13 @@ TEST(BlockMatmul, LinearUsesTheBlocksOnlyForDecode) {
 // block_matmul's alone, bit for bit; and sgemm's on its dequantized weights up to rounding.
 TEST(BlockMatmul, GroupGivesEachMatrixItsOwnResult) {
   CpuBackend cpu;
-  RandomBlocks a = random_blocks(BlockType::Q4_1, 65, 96, 21), b = random_blocks(BlockType::Q8_0, 7, 96, 22),
-         c = random_blocks(BlockType::Q4_1, 1, 96, 23);
+  // Q4_1/Q8_0 as a SmolLM2 file mixes them; Q4_K/Q6_K/Q5_K as a Q4_K_M/Q5_K_M file does
+  for (const auto& [ta, tb, tc, I] : std::vector<std::tuple<BlockType, BlockType, BlockType, int64_t>>{
+           {BlockType::Q4_1, BlockType::Q8_0, BlockType::Q4_1, 96},
+           {BlockType::Q4_K, BlockType::Q6_K, BlockType::Q5_K, 512}})
   for (int64_t N : {1, 3, 8}) {
-    Tensor x = randn({N, 96}, uint64_t(40 + N)), bias = randn({65}, 41);
+    RandomBlocks a = random_blocks(ta, 65, I, 21), b = random_blocks(tb, 7, I, 22), c = random_blocks(tc, 1, I, 23);
+    Tensor x = randn({N, I}, uint64_t(40 + N)), bias = randn({65}, 41);
     std::vector<float> ga(size_t(N * 65), NAN), gb(size_t(N * 7), NAN), gc(size_t(N), NAN);
     const cpu::BlockMatmulJob jobs[] = {{ga.data(), a.q.get(), bias.f32()}, {gb.data(), b.q.get(), nullptr},
                                         {gc.data(), c.q.get(), nullptr}};
@@ -152,12 +159,13 @@ TEST(BlockMatmul, GroupGivesEachMatrixItsOwnResult) {
     cpu::block_matmul(sa.data(), x.f32(), *a.q, bias.f32(), N);
     cpu::block_matmul(sb.data(), x.f32(), *b.q, nullptr, N);
     cpu::block_matmul(sc.data(), x.f32(), *c.q, nullptr, N);
-    EXPECT_EQ(0, std::memcmp(ga.data(), sa.data(), ga.size() * 4)) << "N=" << N;
-    EXPECT_EQ(0, std::memcmp(gb.data(), sb.data(), gb.size() * 4)) << "N=" << N;
-    EXPECT_EQ(0, std::memcmp(gc.data(), sc.data(), gc.size() * 4)) << "N=" << N;
+    const std::string where = std::string(block_type_name(ta)) + " N=" + std::to_string(N);
+    EXPECT_EQ(0, std::memcmp(ga.data(), sa.data(), ga.size() * 4)) << where;
+    EXPECT_EQ(0, std::memcmp(gb.data(), sb.data(), gb.size() * 4)) << where;
+    EXPECT_EQ(0, std::memcmp(gc.data(), sc.data(), gc.size() * 4)) << where;
     Tensor ref = cpu.alloc({N, 65});
     cpu.linear(ref, x, a.w, bias);
-    EXPECT_TRUE(close(ga.data(), ref)) << "N=" << N << " vs sgemm";
+    EXPECT_TRUE(close(ga.data(), ref)) << where << " vs sgemm";
   }
 }
 

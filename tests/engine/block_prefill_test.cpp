@@ -1,6 +1,6 @@
 // Prefill's matmul over GGUF blocks held without a float32 copy (lib/backend/cpu/block_prefill.h)
-// against sgemm on the same weights dequantized block by block (random_blocks.h): Q8_0 and
-// Q4_1, output counts that are not a multiple of the panel height nor of the thread count,
+// against sgemm on the same weights dequantized block by block (random_blocks.h): Q8_0, Q4_1,
+// Q4_K, Q5_K and Q6_K, output counts that are not a multiple of the panel height nor of the thread count,
 // token counts that are multiples of nothing (1, 9, 13, 131), with and without bias, on 1 and
 // 3 threads. Then the blocks-only tensor itself (Tensor::from_blocks) and CpuBackend's use of
 // it: linear (decode over the blocks, prefill over panels, LMSCOPE_CPU_BLOCKS=0) and embed.
@@ -22,6 +22,7 @@
 #include "random_blocks.h"
 
 using namespace lmscope;
+using lmscope::test::all_block_types;
 using lmscope::test::random_blocks;
 using lmscope::test::RandomBlocks;
 using lmscope::test::randn;
@@ -56,13 +57,14 @@ TEST(BlockPrefill, PanelHeightFollowsTheRowWidth) {
 // The panel's values are the loader's, bit for bit, whichever implementation runs: every
 // byte value and scales of either sign (random_blocks.h), rows from the middle of the matrix.
 TEST(BlockPrefill, PanelDequantizationIsBitIdenticalToTheLoaders) {
-  for (BlockType type : {BlockType::Q8_0, BlockType::Q4_1}) {
-    RandomBlocks b = random_blocks(type, 40, 160, 11);
-    std::vector<float> want(size_t(7 * 160)), got(size_t(7 * 160), NAN);
+  for (BlockType type : all_block_types()) {
+    const int64_t I = 5 * block_elems(type);
+    RandomBlocks b = random_blocks(type, 40, I, 11);
+    std::vector<float> want(size_t(7 * I)), got(size_t(7 * I), NAN);
     dequantize_block_rows(*b.q, 30, 7, want.data());
-    EXPECT_EQ(0, std::memcmp(want.data(), b.w.f32() + 30 * 160, want.size() * 4)) << "dequantize_block_rows";
+    EXPECT_EQ(0, std::memcmp(want.data(), b.w.f32() + 30 * I, want.size() * 4)) << "dequantize_block_rows";
     cpu::dequantize_panel(*b.q, 30, 7, got.data());
-    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4)) << "dequantize_panel";
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4)) << "dequantize_panel " << block_type_name(type);
     if (cpu::dequantize_panel_simd_available()) {
       std::fill(got.begin(), got.end(), NAN);
       cpu::dequantize_panel_avx2(*b.q, 30, 7, got.data());
@@ -74,8 +76,9 @@ TEST(BlockPrefill, PanelDequantizationIsBitIdenticalToTheLoaders) {
 
 TEST(BlockPrefill, MatchesSgemmOnTheDequantizedWeights) {
   CpuBackend cpu;
-  for (BlockType type : {BlockType::Q8_0, BlockType::Q4_1})
-    for (int64_t I : {int64_t(32), int64_t(576), int64_t(4128)}) {
+  for (BlockType type : all_block_types())
+    for (int64_t blocks : {1, 18, 129}) {
+      const int64_t I = is_k_quant(type) ? 256 * (blocks == 129 ? 17 : blocks == 18 ? 6 : 1) : 32 * blocks;
       // Two full panels and 5 rows more: the last panel is short, and 3 threads split the
       // outputs at places that are not panel boundaries.
       const int64_t O = 2 * cpu::prefill_panel_rows(I) + 5;
@@ -92,7 +95,7 @@ TEST(BlockPrefill, MatchesSgemmOnTheDequantizedWeights) {
               cpu::block_prefill_matmul(out.data(), x.f32(), *b.q, with_bias ? bias.f32() : nullptr, N);
             });
             EXPECT_TRUE(close(out.data(), ref))
-                << (type == BlockType::Q8_0 ? "Q8_0" : "Q4_1") << " N=" << N << " O=" << O << " I=" << I
+                << block_type_name(type) << " N=" << N << " O=" << O << " I=" << I
                 << (with_bias ? " +bias" : "") << " threads=" << threads;
           }
         }

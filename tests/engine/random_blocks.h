@@ -1,7 +1,8 @@
-// Random GGUF blocks for the CPU matmul tests: [O, I] of Q8_0 or Q4_1 with scales of either
-// sign and every nibble/byte value used, and the same weights as float32 dequantized block by
-// block with the loader's per-block functions (kernels/quant_blocks.cuh), the reference; random
-// activations and the tolerance the kernels are held to.
+// Random GGUF blocks for the CPU matmul tests: [O, I] of Q8_0, Q4_1, Q4_K, Q5_K or Q6_K with
+// scales of either sign and every nibble/byte value used (a K-quant's 6-bit sub-block scales
+// and mins too), and the same weights as float32 dequantized block by block with the loader's
+// per-block functions (kernels/quant_blocks.cuh), the reference; random activations and the
+// tolerance the kernels are held to.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -35,28 +36,31 @@ inline RandomBlocks random_blocks(BlockType type, int64_t O, int64_t I, uint64_t
   b.q->cols = I;
   b.bytes = std::make_shared<std::vector<uint8_t>>(size_t(O) * b.q->row_bytes());
   std::vector<uint8_t>& bytes = *b.bytes;
+  // The f16 fields of each type (d; Q4_1: d, m; Q4_K/Q5_K: d, dmin; Q6_K: d at its end) are
+  // finite values; every other byte is random.
+  std::vector<size_t> f16_at = {0};
+  if (type == BlockType::Q4_1 || type == BlockType::Q4_K || type == BlockType::Q5_K) f16_at = {0, 2};
+  if (type == BlockType::Q6_K) f16_at = {208};
   for (size_t at = 0; at < bytes.size(); at += b.q->block_bytes()) {
     for (size_t k = 0; k < b.q->block_bytes(); ++k) bytes[at + k] = uint8_t(byte(rng));
-    const int scales = type == BlockType::Q4_1 ? 2 : 1;   // d (and m): finite f16
-    for (int s = 0; s < scales; ++s) {
+    for (size_t f : f16_at) {
       const uint16_t h = f32_to_f16(scale(rng));
-      bytes[at + 2 * s] = uint8_t(h & 0xFF);
-      bytes[at + 2 * s + 1] = uint8_t(h >> 8);
+      bytes[at + f] = uint8_t(h & 0xFF);
+      bytes[at + f + 1] = uint8_t(h >> 8);
     }
   }
   b.q->data = bytes.data();
   b.q->owner = b.bytes;
   b.w = Tensor::zeros({O, I});
-  for (int64_t r = 0; r < O; ++r)
-    for (int64_t blk = 0; blk < I / 32; ++blk) {
-      const uint8_t* src = bytes.data() + r * b.q->row_bytes() + blk * b.q->block_bytes();
-      float* dst = b.w.f32() + r * I + blk * 32;
-      if (type == BlockType::Q8_0)
-        quant::dequant_q8_0(src, dst);
-      else
-        quant::dequant_q4_1(src, dst);
-    }
+  dequantize_block_rows(*b.q, 0, O, b.w.f32());
   return b;
+}
+
+// Each block type, for the tests that go over all of them.
+inline const std::vector<BlockType>& all_block_types() {
+  static const std::vector<BlockType> types = {BlockType::Q8_0, BlockType::Q4_1, BlockType::Q4_K, BlockType::Q5_K,
+                                               BlockType::Q6_K};
+  return types;
 }
 
 // Standard-normal float32 values of shape s, drawn from rng (the activations x of the matmul

@@ -8,7 +8,6 @@
 
 #include "backend/cpu/block_rows.h"
 #include "backend/cpu/over_rows.h"
-#include "kernels/quant_blocks.cuh"
 
 #include "backend/cpu/avx2.h"
 
@@ -18,21 +17,17 @@ namespace lmscope::cpu {
 namespace {
 void portable_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N, int64_t o0,
                       int64_t o1) {
-  const int64_t O = W.rows, I = W.cols, nb = I / QuantBlocks::kBlock;
-  float w[QuantBlocks::kBlock];
+  const int64_t O = W.rows, I = W.cols, nb = W.row_blocks(), be = W.block_elems();
+  float w[256];   // the largest block: a K-quant super-block
   for (int64_t o = o0; o < o1; ++o) {
     const uint8_t* row = W.data + o * W.row_bytes();
     float acc[kBlockMatmulMaxRows] = {};
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* blk = row + b * W.block_bytes();
-      if (W.type == BlockType::Q8_0)
-        quant::dequant_q8_0(blk, w);
-      else
-        quant::dequant_q4_1(blk, w);
+      dequantize_block(W.type, row + b * W.block_bytes(), w);
       for (int64_t n = 0; n < N; ++n) {
-        const float* xb = x + n * I + b * QuantBlocks::kBlock;
+        const float* xb = x + n * I + b * be;
         float s = 0;
-        for (int j = 0; j < QuantBlocks::kBlock; ++j) s += w[j] * xb[j];
+        for (int64_t j = 0; j < be; ++j) s += w[j] * xb[j];
         acc[n] += s;
       }
     }
@@ -113,7 +108,7 @@ LMSCOPE_AVX2_F16C inline void block_rows(const uint8_t* blk, const float* xb, in
 template <bool Q4_1, int N>
 LMSCOPE_AVX2_F16C void avx2_rows(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t o0,
                                  int64_t o1) {
-  const int64_t O = W.rows, I = W.cols, nb = I / QuantBlocks::kBlock;
+  const int64_t O = W.rows, I = W.cols, nb = W.row_blocks();
   const size_t bb = W.block_bytes();
   for (int64_t o = o0; o < o1; ++o) {
     const uint8_t* row = W.data + o * W.row_bytes();
@@ -121,10 +116,10 @@ LMSCOPE_AVX2_F16C void avx2_rows(float* out, const float* x, const QuantBlocks& 
     for (int n = 0; n < N; ++n) d0[n] = d1[n] = m0[n] = m1[n] = _mm256_setzero_ps();
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
-      block_rows<Q4_1, N>(row + b * bb, x + b * QuantBlocks::kBlock, I, d0, m0);
-      block_rows<Q4_1, N>(row + (b + 1) * bb, x + (b + 1) * QuantBlocks::kBlock, I, d1, m1);
+      block_rows<Q4_1, N>(row + b * bb, x + b * 32, I, d0, m0);
+      block_rows<Q4_1, N>(row + (b + 1) * bb, x + (b + 1) * 32, I, d1, m1);
     }
-    if (b < nb) block_rows<Q4_1, N>(row + b * bb, x + b * QuantBlocks::kBlock, I, d0, m0);
+    if (b < nb) block_rows<Q4_1, N>(row + b * bb, x + b * 32, I, d0, m0);
     for (int n = 0; n < N; ++n) {
       __m256 sum = _mm256_add_ps(d0[n], d1[n]);
       if (Q4_1) sum = _mm256_add_ps(sum, _mm256_add_ps(m0[n], m1[n]));
@@ -135,6 +130,7 @@ LMSCOPE_AVX2_F16C void avx2_rows(float* out, const float* x, const QuantBlocks& 
 
 void avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N, int64_t o0,
                   int64_t o1) {
+  if (is_k_quant(W.type)) return block_matmul_k_avx2_outputs(out, x, W, bias, N, o0, o1);
   with_block_shape(W.type, N, [&](auto q4_1, auto rows) {
     avx2_rows<decltype(q4_1)::value, decltype(rows)::value>(out, x, W, bias, o0, o1);
   });
@@ -205,17 +201,9 @@ void block_matmul(float* out, const float* x, const QuantBlocks& W, const float*
 void block_matmul_group(const float* x, int64_t N, const BlockMatmulJob* jobs, int count) {
   check_block_rows(N);
   const Outputs run = chosen().outputs;
-  int64_t total = 0;
-  for (int j = 0; j < count; ++j) total += jobs[j].W->rows;
-  over_outputs(total, [&](int64_t g0, int64_t g1) {
-    int64_t first = 0;   // the first output of job j in the laid-out order
-    for (int j = 0; j < count; ++j) {
-      const int64_t rows = jobs[j].W->rows, o0 = std::max<int64_t>(g0 - first, 0),
-                    o1 = std::min<int64_t>(g1 - first, rows);
-      if (o1 > o0) run(jobs[j].out, x, *jobs[j].W, jobs[j].bias, N, o0, o1);
-      first += rows;
-    }
-  });
+  over_job_outputs(
+      count, [&](int j) { return jobs[j].W->rows; },
+      [&](int j, int64_t o0, int64_t o1) { run(jobs[j].out, x, *jobs[j].W, jobs[j].bias, N, o0, o1); });
 }
 
 }  // namespace lmscope::cpu

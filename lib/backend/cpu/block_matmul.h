@@ -1,11 +1,12 @@
 // Decode's matmul over GGUF blocks: out[N,O] = x[N,I] @ W[O,I]^T (+ bias[O]) with W held as
-// Q8_0 or Q4_1 blocks (tensor/quant_blocks.h), for a few rows (decode: N = batch). A decode
-// step is bound by reading the weights; the blocks are ~6x smaller than the float32 values
-// the loader also keeps (SmolLM2: 92 MB against 540 MB per token).
+// Q8_0, Q4_1, Q4_K, Q5_K or Q6_K blocks (tensor/quant_blocks.h), for a few rows (decode: N =
+// batch). A decode step is bound by reading the weights; the blocks are 4.5-7x smaller than
+// float32 values (SmolLM2 Q4_1: 92 MB against 540 MB per token).
 //
 // Numbers: the same products as the float32 path up to float32 rounding order: a block's
-// sum is d * sum(q * x) (+ m * sum(x) for Q4_1) instead of sum((d * q + m) * x). The
-// per-block layouts are kernels/quant_blocks.cuh's. Three implementations, chosen at run time:
+// sum is d * sum(q * x) (+ m * sum(x) for Q4_1) instead of sum((d * q + m) * x); a K-quant
+// super-block's likewise per sub-block (block_matmul_k_x86.h). The per-block layouts are
+// kernels/quant_blocks.cuh's. Three implementations, chosen at run time:
 // AVX-512 (block_matmul_avx512.cpp) when the processor has AVX-512F, else AVX2 + FMA + F16C
 // when it has those, else a portable one, the reference the tests hold the others to.
 // LMSCOPE_CPU_KERNEL=avx512|avx2|portable forces one (an error if the processor lacks it).
@@ -46,6 +47,11 @@ bool block_matmul_avx512_available();
 // Outputs [o0, o1) only, on the calling thread (what each thread of block_matmul_avx512 runs).
 void block_matmul_avx512_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
                                  int64_t o0, int64_t o1);
+// The K-quant bodies the two take for a Q4_K/Q5_K/Q6_K W (block_matmul_k_x86.h).
+void block_matmul_k_avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
+                                 int64_t o0, int64_t o1);
+void block_matmul_k_avx512_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
+                                   int64_t o0, int64_t o1);
 
 inline void check_block_rows(int64_t N) {
   if (N < 1 || N > kBlockMatmulMaxRows)

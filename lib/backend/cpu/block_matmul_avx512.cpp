@@ -73,7 +73,7 @@ LMSCOPE_AVX512 inline void block_rows(const uint8_t* blk, const float* xb, int64
 template <bool Q4_1, int N>
 LMSCOPE_AVX512 void outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t o0,
                             int64_t o1) {
-  const int64_t O = W.rows, I = W.cols, nb = I / QuantBlocks::kBlock;
+  const int64_t O = W.rows, I = W.cols, nb = W.row_blocks();
   const size_t bb = W.block_bytes();
   for (int64_t o = o0; o < o1; ++o) {
     const uint8_t* row = W.data + o * W.row_bytes();
@@ -81,10 +81,10 @@ LMSCOPE_AVX512 void outputs(float* out, const float* x, const QuantBlocks& W, co
     for (int n = 0; n < N; ++n) d0[n] = d1[n] = m0[n] = m1[n] = _mm512_setzero_ps();
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
-      block_rows<Q4_1, N>(row + b * bb, x + b * QuantBlocks::kBlock, I, d0, m0);
-      block_rows<Q4_1, N>(row + (b + 1) * bb, x + (b + 1) * QuantBlocks::kBlock, I, d1, m1);
+      block_rows<Q4_1, N>(row + b * bb, x + b * 32, I, d0, m0);
+      block_rows<Q4_1, N>(row + (b + 1) * bb, x + (b + 1) * 32, I, d1, m1);
     }
-    if (b < nb) block_rows<Q4_1, N>(row + b * bb, x + b * QuantBlocks::kBlock, I, d0, m0);
+    if (b < nb) block_rows<Q4_1, N>(row + b * bb, x + b * 32, I, d0, m0);
     for (int n = 0; n < N; ++n) {
       __m512 sum = _mm512_add_ps(d0[n], d1[n]);
       if (Q4_1) sum = _mm512_add_ps(sum, _mm512_add_ps(m0[n], m1[n]));
@@ -97,6 +97,7 @@ LMSCOPE_AVX512 void outputs(float* out, const float* x, const QuantBlocks& W, co
 
 void block_matmul_avx512_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
                                  int64_t o0, int64_t o1) {
+  if (is_k_quant(W.type)) return block_matmul_k_avx512_outputs(out, x, W, bias, N, o0, o1);
   with_block_shape(W.type, N, [&](auto q4_1, auto rows) {
     outputs<decltype(q4_1)::value, decltype(rows)::value>(out, x, W, bias, o0, o1);
   });

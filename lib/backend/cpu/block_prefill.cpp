@@ -10,6 +10,7 @@
 
 #include "backend/cpu/over_rows.h"
 #include "kernels/dtype_convert.cuh"
+#include "kernels/quant_blocks.cuh"
 
 // A build for a target with FMA (-march=native) could fuse d*q + m: not in this file.
 #pragma GCC optimize("fp-contract=off")
@@ -33,17 +34,77 @@ LMSCOPE_AVX2_ONLY inline void store8(float* y, __m128i bytes8, bool is_signed, _
   _mm256_storeu_ps(y, v);
 }
 
+// 8 bytes at p, each widened to a 32-bit lane.
+LMSCOPE_AVX2_ONLY inline __m256i widen8(const uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+
+// A Q4_K/Q5_K super-block: y = (d * sc) * q - (dmin * m) per sub-block of 32, the scales
+// formed as quant::dequant_q4_k forms them (chunk_scales_k4), the product and the difference
+// rounded on their own.
+LMSCOPE_AVX2_ONLY void k4_block(const uint8_t* blk, bool q5, float* y) {
+  const float d = quant::load_f16(blk), dmin = quant::load_f16(blk + 2);
+  const uint8_t* qh = blk + 16;
+  const uint8_t* qs = blk + (q5 ? 48 : 16);
+  const __m256i low4 = _mm256_set1_epi32(0x0F), one = _mm256_set1_epi32(1);
+  for (int c = 0; c < 4; ++c) {
+    float d0, dm0, d1, dm1;
+    quant::chunk_scales_k4(c, d, dmin, blk + 4, &d0, &dm0, &d1, &dm1);
+    const __m256 vd0 = _mm256_set1_ps(d0), vm0 = _mm256_set1_ps(dm0), vd1 = _mm256_set1_ps(d1), vm1 = _mm256_set1_ps(dm1);
+    for (int l = 0; l < 32; l += 8) {
+      const __m256i b = widen8(qs + 32 * c + l);
+      __m256i lo = _mm256_and_si256(b, low4), hi = _mm256_srli_epi32(b, 4);
+      if (q5) {
+        const __m256i h = widen8(qh + l);
+        lo = _mm256_or_si256(lo, _mm256_slli_epi32(_mm256_and_si256(_mm256_srl_epi32(h, _mm_cvtsi32_si128(2 * c)), one), 4));
+        hi = _mm256_or_si256(hi, _mm256_slli_epi32(_mm256_and_si256(_mm256_srl_epi32(h, _mm_cvtsi32_si128(2 * c + 1)), one), 4));
+      }
+      _mm256_storeu_ps(y + 64 * c + l, _mm256_sub_ps(_mm256_mul_ps(vd0, _mm256_cvtepi32_ps(lo)), vm0));
+      _mm256_storeu_ps(y + 64 * c + 32 + l, _mm256_sub_ps(_mm256_mul_ps(vd1, _mm256_cvtepi32_ps(hi)), vm1));
+    }
+  }
+}
+
+// A Q6_K super-block: y = (d * sc) * (q - 32), quant::dequant_q6_k's layout and products.
+LMSCOPE_AVX2_ONLY void q6k_block(const uint8_t* blk, float* y) {
+  const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+  const float d = quant::load_f16(blk + 208);
+  const __m256i low4 = _mm256_set1_epi32(0x0F), three = _mm256_set1_epi32(3), off = _mm256_set1_epi32(32);
+  for (int n = 0; n < 2; ++n)
+    for (int l = 0; l < 32; l += 8) {
+      const __m256i a = widen8(blk + 64 * n + l), b = widen8(blk + 64 * n + 32 + l), h = widen8(blk + 128 + 32 * n + l);
+      const __m256i q[4] = {
+          _mm256_or_si256(_mm256_and_si256(a, low4), _mm256_slli_epi32(_mm256_and_si256(h, three), 4)),
+          _mm256_or_si256(_mm256_and_si256(b, low4), _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 2), three), 4)),
+          _mm256_or_si256(_mm256_srli_epi32(a, 4), _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 4), three), 4)),
+          _mm256_or_si256(_mm256_srli_epi32(b, 4), _mm256_slli_epi32(_mm256_srli_epi32(h, 6), 4))};
+      for (int k = 0; k < 4; ++k) {
+        const float ds = d * float(sc[8 * n + 2 * k + l / 16]);
+        _mm256_storeu_ps(y + 128 * n + 32 * k + l, _mm256_mul_ps(_mm256_set1_ps(ds), _mm256_cvtepi32_ps(_mm256_sub_epi32(q[k], off))));
+      }
+    }
+}
+
 }  // namespace
 
 // Block layouts (kernels/quant_blocks.cuh): Q8_0 = f16 d, 32 int8; Q4_1 = f16 d, f16 m, 16
-// bytes whose low nibbles are elements 0..15 and high nibbles 16..31.
+// bytes whose low nibbles are elements 0..15 and high nibbles 16..31; the K-quants' there too.
 LMSCOPE_AVX2_ONLY void dequantize_panel_avx2(const QuantBlocks& W, int64_t row0, int64_t n, float* out) {
-  const int64_t nb = W.cols / QuantBlocks::kBlock;
+  const int64_t nb = W.row_blocks();
   const __m128i low4 = _mm_set1_epi8(0x0F);
   for (int64_t r = 0; r < n; ++r) {
     const uint8_t* blk = W.data + (row0 + r) * W.row_bytes();
     float* y = out + r * W.cols;
-    for (int64_t k = 0; k < nb; ++k, blk += W.block_bytes(), y += QuantBlocks::kBlock) {
+    if (is_k_quant(W.type)) {
+      for (int64_t k = 0; k < nb; ++k, blk += W.block_bytes(), y += 256) {
+        if (W.type == BlockType::Q6_K)
+          q6k_block(blk, y);
+        else
+          k4_block(blk, W.type == BlockType::Q5_K, y);
+      }
+      continue;
+    }
+    for (int64_t k = 0; k < nb; ++k, blk += W.block_bytes(), y += 32) {
       const __m256 d = _mm256_set1_ps(f16_to_f32(uint16_t(blk[0] | (blk[1] << 8))));
       if (W.type == BlockType::Q8_0) {
         const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));

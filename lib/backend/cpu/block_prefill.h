@@ -1,9 +1,9 @@
 // Prefill's matmul over GGUF blocks: out[N,O] = x[N,I] @ W[O,I]^T (+ bias[O]) for any N, with
-// W held as Q8_0/Q4_1 blocks only (no float32 copy: tensor/quant_blocks.h). The O outputs go
-// in pieces of a size the shape alone sets (over_rows.h's sgemm_piece, at most a panel of
-// kPrefillPanelBytes), spread over the OpenMP threads: dequantize the piece's rows into the
-// thread's buffer (kept for the thread's life), then one sgemm of x against it. The float32
-// copy of the whole matrix is never made: the extra memory is one panel per thread.
+// W held as GGUF blocks only (Q8_0, Q4_1, K-quants; no float32 copy: tensor/quant_blocks.h).
+// The O outputs go in pieces of a size the shape alone sets (over_rows.h's sgemm_piece, at most
+// a panel of kPrefillPanelBytes), spread over the OpenMP threads: dequantize the piece's rows
+// into the thread's buffer (kept for the thread's life), then one sgemm of x against it. The
+// float32 copy of the whole matrix is never made: the extra memory is one panel per thread.
 //
 // Numbers: the panel holds exactly the loader's float32 values (bit for bit those of
 // dequantize_block_rows), and each output is one sgemm dot product over the whole row, as

@@ -98,8 +98,13 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& W, const Ten
     check(blocks->rows == O && blocks->cols == I, "linear: blocks' shape");
     const float* b = bias.defined() && bias.numel() > 0 ? bias.f32() : nullptr;
     if (quantizes(W)) {   // --cpu-activations q8: int8 rows, integer products (any N)
-      cpu::quantize_rows_q8(X, N, I, q8_);
-      cpu::q8_matmul(Y, q8_, *blocks, b);
+      if (is_k_quant(blocks->type)) {
+        cpu::quantize_rows_q8k(X, N, I, q8k_);
+        cpu::q8k_matmul(Y, q8k_, *blocks, b);
+      } else {
+        cpu::quantize_rows_q8(X, N, I, q8_);
+        cpu::q8_matmul(Y, q8_, *blocks, b);
+      }
       return;
     }
     if (decodes_over_blocks(N)) {
@@ -134,10 +139,17 @@ void CpuBackend::linear_group(const Tensor& x, std::initializer_list<LinearJob> 
   std::vector<cpu::BlockMatmulJob> blocked;
   for (const LinearJob& j : jobs) {
     const QuantBlocks* q = j.W->blocks().get();
-    if (!q || !(q8 || decodes_over_blocks(N)) || q->rows != j.W->dim(0) || q->cols != I || j.W->dim(1) != I ||
+    // under q8 the rows are quantized once for all the jobs: every weight a K-quant, or none
+    const bool mixed = q8 && q && !blocked.empty() && is_k_quant(q->type) != is_k_quant(blocked[0].W->type);
+    if (!q || mixed || !(q8 || decodes_over_blocks(N)) || q->rows != j.W->dim(0) || q->cols != I || j.W->dim(1) != I ||
         j.out->numel() != N * q->rows)
       return Backend::linear_group(x, jobs);
     blocked.push_back({j.out->f32(), q, j.bias->defined() && j.bias->numel() > 0 ? j.bias->f32() : nullptr});
+  }
+  if (q8 && is_k_quant(blocked[0].W->type)) {
+    cpu::quantize_rows_q8k(x.f32(), N, I, q8k_);
+    cpu::q8k_matmul_group(q8k_, blocked.data(), int(blocked.size()));
+    return;
   }
   if (q8) {
     cpu::quantize_rows_q8(x.f32(), N, I, q8_);
@@ -147,18 +159,25 @@ void CpuBackend::linear_group(const Tensor& x, std::initializer_list<LinearJob> 
   cpu::block_matmul_group(x.f32(), N, blocked.data(), int(blocked.size()));
 }
 
-// The rows as linear quantizes them (quantize_rows_q8), widened to float32 for the trace.
+// The rows as linear quantizes them (quantize_rows_q8, or quantize_rows_q8k for a K-quant
+// weight), widened to float32 for the trace.
 bool CpuBackend::quantize_activations_for_hook(const Tensor& x, const Tensor& W, Tensor& codes, Tensor& scales) {
   if (!quantizes(W)) return false;
   const int64_t I = x.dim(-1), N = x.numel() / I;
+  const bool k = is_k_quant(W.blocks()->type);
   cpu::Q8Rows rows;
-  cpu::quantize_rows_q8(x.f32(), N, I, rows);
+  cpu::Q8KRows krows;
+  if (k)
+    cpu::quantize_rows_q8k(x.f32(), N, I, krows);
+  else
+    cpu::quantize_rows_q8(x.f32(), N, I, rows);
+  const std::vector<int8_t>& q = k ? krows.q : rows.q;
   codes = Tensor::zeros(x.shape());
-  for (int64_t i = 0; i < N * I; ++i) codes.f32()[i] = float(rows.q[size_t(i)]);
+  for (int64_t i = 0; i < N * I; ++i) codes.f32()[i] = float(q[size_t(i)]);
   Shape scale_shape = x.shape();
-  scale_shape.back() = I / 32;
+  scale_shape.back() = I / (k ? 256 : 32);
   scales = Tensor::zeros(scale_shape);
-  for (int64_t b = 0; b < scales.numel(); ++b) scales.f32()[b] = rows.d(b);
+  for (int64_t b = 0; b < scales.numel(); ++b) scales.f32()[b] = k ? krows.d[size_t(b)] : rows.d(b);
   return true;
 }
 

@@ -5,13 +5,15 @@
 // Per-element math comes from kernels/*.cuh, the same functions the CUDA kernels use.
 //
 // CpuActivations::Q8 (--cpu-activations q8) is the fast mode with llama.cpp's numbers: every
-// matmul by a blocks-held weight first quantizes its input rows to int8 per block of 32 and
-// multiplies in integers (q8_matmul.h), decode and prefill alike. Weights held as float32
+// matmul by a blocks-held weight first quantizes its input rows to int8 and multiplies in
+// integers, decode and prefill alike: per block of 32 for Q8_0/Q4_1 weights (q8_matmul.h), per
+// super-block of 256 (llama.cpp's Q8_K) for Q4_K/Q5_K/Q6_K weights (q8k_matmul.h). Weights held as float32
 // (F32/F16 tensors) still multiply float32 activations.
 #pragma once
 #include "backend/backend.h"
 #include "backend/cpu/block_matmul.h"   // kBlockMatmulMaxRows
 #include "backend/cpu/q8_matmul.h"      // Q8Rows
+#include "backend/cpu/q8k_matmul.h"     // Q8KRows
 
 namespace lmscope {
 
@@ -44,7 +46,9 @@ class CpuBackend final : public Backend {
 
  private:
   CpuActivations activations_ = CpuActivations::F32;
-  cpu::Q8Rows q8_;   // the quantized input rows of the latest q8 matmul (scratch, reused)
+  cpu::Q8Rows q8_;     // the quantized input rows of the latest q8 matmul (scratch, reused)
+  cpu::Q8KRows q8k_;   // the same for a K-quant weight
+  // q8 mode and a blocks-held weight (any GGUF block type)
   bool quantizes(const Tensor& W) const { return activations_ == CpuActivations::Q8 && W.blocks(); }
   bool use_blocks_ = true;   // decode by block_matmul.h; LMSCOPE_CPU_BLOCKS=0: by block_prefill.h
   // A matmul of N rows by a blocks-held weight multiplies the blocks directly (decode), in

@@ -43,4 +43,20 @@ void over_pieces(int64_t O, int64_t piece, const Body& body) {
   for (int64_t i = 0; i < n; ++i) body(i * piece, std::min(O, (i + 1) * piece));
 }
 
+// Several matrices' outputs laid end to end (a layer's q/k/v, gate/up) and split as one:
+// body(j, o0, o1) for each job j's part [o0, o1) of a thread's slice; rows(j): job j's outputs.
+template <class Rows, class Body>
+void over_job_outputs(int count, const Rows& rows, const Body& body) {
+  int64_t total = 0;
+  for (int j = 0; j < count; ++j) total += rows(j);
+  over_outputs(total, [&](int64_t g0, int64_t g1) {
+    int64_t first = 0;   // the first output of job j in the laid-out order
+    for (int j = 0; j < count; ++j) {
+      const int64_t n = rows(j), o0 = std::max<int64_t>(g0 - first, 0), o1 = std::min<int64_t>(g1 - first, n);
+      if (o1 > o0) body(j, o0, o1);
+      first += n;
+    }
+  });
+}
+
 }  // namespace lmscope::cpu

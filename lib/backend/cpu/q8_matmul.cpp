@@ -109,12 +109,16 @@ const Choice& chosen() {
 }
 
 void check_shapes(const Q8Rows& x, const QuantBlocks& W) {
+  if (!q8_matmul_supports(W.type))
+    throw std::logic_error(std::string("q8_matmul: ") + block_type_name(W.type) + " weights are not supported");
   if (x.cols != W.cols || x.rows < 1)
     throw std::logic_error("q8_matmul: activations [" + std::to_string(x.rows) + ", " + std::to_string(x.cols) +
                            "] against weights of " + std::to_string(W.cols) + " columns");
 }
 
 }  // namespace
+
+bool q8_matmul_supports(BlockType type) { return type == BlockType::Q8_0 || type == BlockType::Q4_1; }
 
 const char* q8_matmul_kernel() { return chosen().name; }
 namespace {
@@ -128,21 +132,11 @@ void q8_matmul(float* out, const Q8Rows& x, const QuantBlocks& W, const float* b
 }
 
 void q8_matmul_group(const Q8Rows& x, const BlockMatmulJob* jobs, int count) {
-  int64_t total = 0;
-  for (int j = 0; j < count; ++j) {
-    check_shapes(x, *jobs[j].W);
-    total += jobs[j].W->rows;
-  }
+  for (int j = 0; j < count; ++j) check_shapes(x, *jobs[j].W);
   const Q8Outputs run = chosen().outputs;
-  over_outputs(total, [&](int64_t g0, int64_t g1) {
-    int64_t first = 0;   // the first output of job j in the laid-out order
-    for (int j = 0; j < count; ++j) {
-      const int64_t rows = jobs[j].W->rows, o0 = std::max<int64_t>(g0 - first, 0),
-                    o1 = std::min<int64_t>(g1 - first, rows);
-      if (o1 > o0) run(jobs[j].out, x, *jobs[j].W, jobs[j].bias, o0, o1);
-      first += rows;
-    }
-  });
+  over_job_outputs(
+      count, [&](int j) { return jobs[j].W->rows; },
+      [&](int j, int64_t o0, int64_t o1) { run(jobs[j].out, x, *jobs[j].W, jobs[j].bias, o0, o1); });
 }
 
 }  // namespace lmscope::cpu

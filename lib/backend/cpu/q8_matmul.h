@@ -46,6 +46,9 @@ void q8_matmul(float* out, const Q8Rows& x, const QuantBlocks& W, const float* b
 // Several matrices reading the same x in one parallel region (block_matmul_group's split).
 void q8_matmul_group(const Q8Rows& x, const BlockMatmulJob* jobs, int count);
 
+// Whether q8_matmul multiplies weights of this type (Q8_0, Q4_1).
+bool q8_matmul_supports(BlockType type);
+
 // The implementation q8_matmul runs: "avx512", "avx2" or "portable".
 const char* q8_matmul_kernel();
 

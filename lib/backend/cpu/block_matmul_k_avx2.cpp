@@ -1,0 +1,27 @@
+// block_matmul's AVX2 build for the K-quants (block_matmul_k_x86.h, 8-lane vectors). Compiled
+// for any x86-64 with __attribute__((target)): the caller checks the processor first.
+#include "backend/cpu/block_matmul.h"
+
+#include <stdexcept>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define LMSCOPE_K_TARGET __attribute__((target("avx2,fma,f16c")))
+#define LMSCOPE_K_LANES 8
+#include "backend/cpu/block_matmul_k_x86.h"
+#endif
+
+namespace lmscope::cpu {
+
+#if defined(__x86_64__)
+void block_matmul_k_avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
+                                 int64_t o0, int64_t o1) {
+  k_outputs(out, x, W, bias, N, o0, o1);
+}
+#else
+void block_matmul_k_avx2_outputs(float*, const float*, const QuantBlocks&, const float*, int64_t, int64_t, int64_t) {
+  throw std::logic_error("block_matmul_k_avx2_outputs: not an x86-64 build");
+}
+#endif
+
+}  // namespace lmscope::cpu

@@ -1,0 +1,205 @@
+// The x86 body of block_matmul for the K-quants (Q4_K, Q5_K, Q6_K: 256-weight super-blocks),
+// shared by its AVX2 and AVX-512 builds: each includer defines LMSCOPE_K_TARGET (the function
+// attribute for its instructions) and LMSCOPE_K_LANES (8: 256-bit vectors; 16: 512-bit) first.
+// Everything here has internal linkage, so the two builds never merge.
+//
+// Per super-block, its scales as floats first (kernels/quant_blocks.cuh's, d * sc and
+// dmin * m, one product each), then per sub-block of 32 (Q6_K: of 16) and row:
+//   s = sum q * x over the sub-block (lane-wise, the integer codes converted to float),
+//   acc += (d * sc) * s            (even sub-blocks into one accumulator, odd into another,
+//                                   so that consecutive FMAs do not wait on each other)
+// and for Q4_K/Q5_K the mins apart: sum_j (dmin * m_j) * (sum of x over sub-block j), the
+// sums of x formed once per call (k_block_sums). The result is the sum over the row of
+// dequantized weight times x, in another order than sgemm on the dequantized values: equal up
+// to float32 rounding (the tests' tolerance).
+#pragma once
+#if !defined(LMSCOPE_K_TARGET) || !defined(LMSCOPE_K_LANES)
+#error "define LMSCOPE_K_TARGET and LMSCOPE_K_LANES before including block_matmul_k_x86.h"
+#endif
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/block_matmul.h"
+#include "backend/cpu/block_rows.h"
+#include "kernels/quant_blocks.cuh"
+
+namespace lmscope::cpu {
+namespace {
+
+constexpr int kLanes = LMSCOPE_K_LANES;
+
+#if LMSCOPE_K_LANES == 8
+using vf = __m256;
+using vi = __m256i;
+LMSCOPE_K_TARGET inline vf vzero() { return _mm256_setzero_ps(); }
+LMSCOPE_K_TARGET inline vf vset(float v) { return _mm256_set1_ps(v); }
+LMSCOPE_K_TARGET inline vf vload(const float* p) { return _mm256_loadu_ps(p); }
+LMSCOPE_K_TARGET inline vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+LMSCOPE_K_TARGET inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
+LMSCOPE_K_TARGET inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+LMSCOPE_K_TARGET inline float vsum(vf v) {   // pairwise, as avx2.h's hsum
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+// kLanes bytes at p, each widened to a 32-bit lane.
+LMSCOPE_K_TARGET inline vi widen(const uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+LMSCOPE_K_TARGET inline vi iset(int v) { return _mm256_set1_epi32(v); }
+LMSCOPE_K_TARGET inline vi iand(vi a, vi b) { return _mm256_and_si256(a, b); }
+LMSCOPE_K_TARGET inline vi ior(vi a, vi b) { return _mm256_or_si256(a, b); }
+LMSCOPE_K_TARGET inline vi isub(vi a, vi b) { return _mm256_sub_epi32(a, b); }
+LMSCOPE_K_TARGET inline vi ishr(vi a, int n) { return _mm256_srl_epi32(a, _mm_cvtsi32_si128(n)); }
+LMSCOPE_K_TARGET inline vi ishl4(vi a) { return _mm256_slli_epi32(a, 4); }
+LMSCOPE_K_TARGET inline vf tofloat(vi a) { return _mm256_cvtepi32_ps(a); }
+#elif LMSCOPE_K_LANES == 16
+using vf = __m512;
+using vi = __m512i;
+LMSCOPE_K_TARGET inline vf vzero() { return _mm512_setzero_ps(); }
+LMSCOPE_K_TARGET inline vf vset(float v) { return _mm512_set1_ps(v); }
+LMSCOPE_K_TARGET inline vf vload(const float* p) { return _mm512_loadu_ps(p); }
+LMSCOPE_K_TARGET inline vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+LMSCOPE_K_TARGET inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
+LMSCOPE_K_TARGET inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+LMSCOPE_K_TARGET inline float vsum(vf v) { return _mm512_reduce_add_ps(v); }
+LMSCOPE_K_TARGET inline vi widen(const uint8_t* p) {
+  return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+LMSCOPE_K_TARGET inline vi iset(int v) { return _mm512_set1_epi32(v); }
+LMSCOPE_K_TARGET inline vi iand(vi a, vi b) { return _mm512_and_si512(a, b); }
+LMSCOPE_K_TARGET inline vi ior(vi a, vi b) { return _mm512_or_si512(a, b); }
+LMSCOPE_K_TARGET inline vi isub(vi a, vi b) { return _mm512_sub_epi32(a, b); }
+LMSCOPE_K_TARGET inline vi ishr(vi a, int n) { return _mm512_srl_epi32(a, _mm_cvtsi32_si128(n)); }
+LMSCOPE_K_TARGET inline vi ishl4(vi a) { return _mm512_slli_epi32(a, 4); }
+LMSCOPE_K_TARGET inline vf tofloat(vi a) { return _mm512_cvtepi32_ps(a); }
+#else
+#error "LMSCOPE_K_LANES must be 8 or 16"
+#endif
+
+// s = sum over V vectors of q[v] * x[v * kLanes ...], lane-wise.
+template <int V>
+LMSCOPE_K_TARGET inline vf dot(const vf* q, const float* x) {
+  vf s = vmul(q[0], vload(x));
+  for (int v = 1; v < V; ++v) s = vfma(q[v], vload(x + v * kLanes), s);
+  return s;
+}
+
+// Q4_K / Q5_K super-block into the N rows' accumulators; mins[n] gathers sum_j dmin*m_j*xs_j.
+template <BlockType T, int N>
+LMSCOPE_K_TARGET inline void k4_block(const uint8_t* blk, const float* xb, const float* xs, int64_t I, int64_t nb32,
+                                      vf* acc0, vf* acc1, float* mins) {
+  constexpr int V = 32 / kLanes;   // vectors per sub-block
+  const float d = quant::load_f16(blk), dmin = quant::load_f16(blk + 2);
+  float dsc[8], dmn[8];
+  for (int c = 0; c < 4; ++c) quant::chunk_scales_k4(c, d, dmin, blk + 4, &dsc[2 * c], &dmn[2 * c], &dsc[2 * c + 1], &dmn[2 * c + 1]);
+  const uint8_t* qh = blk + 16;
+  const uint8_t* qs = blk + (T == BlockType::Q5_K ? 48 : 16);
+  const vi low4 = iset(0x0F), one = iset(1);
+  for (int c = 0; c < 4; ++c) {   // sub-blocks 2c (low nibbles of qs[32c..]) and 2c+1 (high)
+    vf lo[V], hi[V];
+    for (int v = 0; v < V; ++v) {
+      const vi bytes = widen(qs + 32 * c + v * kLanes);
+      vi l = iand(bytes, low4), h = ishr(bytes, 4);
+      if (T == BlockType::Q5_K) {   // the 5th bit: bit 2c of qh[e] for sub-block 2c, 2c+1 for 2c+1
+        const vi bits = widen(qh + v * kLanes);
+        l = ior(l, ishl4(iand(ishr(bits, 2 * c), one)));
+        h = ior(h, ishl4(iand(ishr(bits, 2 * c + 1), one)));
+      }
+      lo[v] = tofloat(l);
+      hi[v] = tofloat(h);
+    }
+    const vf dl = vset(dsc[2 * c]), dh = vset(dsc[2 * c + 1]);
+    for (int n = 0; n < N; ++n) {
+      const float* xn = xb + n * I + 64 * c;
+      acc0[n] = vfma(dl, dot<V>(lo, xn), acc0[n]);
+      acc1[n] = vfma(dh, dot<V>(hi, xn + 32), acc1[n]);
+    }
+  }
+  for (int n = 0; n < N; ++n) {
+    float m = 0.0f;
+    for (int j = 0; j < 8; ++j) m += dmn[j] * xs[n * nb32 + j];
+    mins[n] += m;
+  }
+}
+
+// Q6_K super-block: two halves of 128; in half h, element 32k + l takes its low 4 bits from
+// ql[64h + 32(k&1) + l] (low nibble for k < 2, high for k >= 2) and its high 2 bits from bits
+// 2k..2k+1 of qh[32h + l]; weight = (d * sc[e/16]) * (q - 32).
+template <int N>
+LMSCOPE_K_TARGET inline void q6k_block(const uint8_t* blk, const float* xb, int64_t I, vf* acc0, vf* acc1) {
+  constexpr int V = 16 / kLanes;   // vectors per 16 weights (one scale)
+  const float d = quant::load_f16(blk + 208);
+  const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+  const vi low4 = iset(0x0F), two = iset(3), bias32 = iset(32);
+  for (int half = 0; half < 2; ++half)
+    for (int part = 0; part < 2; ++part) {   // elements 16 part .. 16 part + 15 of each group k
+      vf q[4][V];
+      for (int v = 0; v < V; ++v) {
+        const int l = 16 * part + v * kLanes;
+        const vi a = widen(blk + 64 * half + l), b = widen(blk + 64 * half + 32 + l),
+                 h = widen(blk + 128 + 32 * half + l);
+        q[0][v] = tofloat(isub(ior(iand(a, low4), ishl4(iand(h, two))), bias32));
+        q[1][v] = tofloat(isub(ior(iand(b, low4), ishl4(iand(ishr(h, 2), two))), bias32));
+        q[2][v] = tofloat(isub(ior(ishr(a, 4), ishl4(iand(ishr(h, 4), two))), bias32));
+        q[3][v] = tofloat(isub(ior(ishr(b, 4), ishl4(ishr(h, 6))), bias32));
+      }
+      vf ds[4];
+      for (int k = 0; k < 4; ++k) ds[k] = vset(d * float(sc[8 * half + 2 * k + part]));
+      for (int n = 0; n < N; ++n) {
+        const float* xn = xb + n * I + 128 * half + 16 * part;
+        acc0[n] = vfma(ds[0], dot<V>(q[0], xn), acc0[n]);
+        acc1[n] = vfma(ds[1], dot<V>(q[1], xn + 32), acc1[n]);
+        acc0[n] = vfma(ds[2], dot<V>(q[2], xn + 64), acc0[n]);
+        acc1[n] = vfma(ds[3], dot<V>(q[3], xn + 96), acc1[n]);
+      }
+    }
+}
+
+// Outputs [o0, o1) for N rows (a template: with N known the accumulators stay in registers).
+template <BlockType T, int N>
+LMSCOPE_K_TARGET void k_rows(float* out, const float* x, const float* xs, const QuantBlocks& W, const float* bias,
+                             int64_t o0, int64_t o1) {
+  const int64_t O = W.rows, I = W.cols, nb = W.row_blocks(), nb32 = I / 32;
+  const size_t bb = W.block_bytes(), rb = W.row_bytes();
+  for (int64_t o = o0; o < o1; ++o) {
+    const uint8_t* row = W.data + o * int64_t(rb);
+    vf acc0[N], acc1[N];
+    float mins[N];
+    for (int n = 0; n < N; ++n) acc0[n] = acc1[n] = vzero(), mins[n] = 0.0f;
+    for (int64_t b = 0; b < nb; ++b) {
+      if (T == BlockType::Q6_K)
+        q6k_block<N>(row + b * int64_t(bb), x + b * 256, I, acc0, acc1);
+      else
+        k4_block<T, N>(row + b * int64_t(bb), x + b * 256, xs + b * 8, I, nb32, acc0, acc1, mins);
+    }
+    for (int n = 0; n < N; ++n) out[n * O + o] = (vsum(vadd(acc0[n], acc1[n])) - mins[n]) + (bias ? bias[o] : 0.0f);
+  }
+}
+
+// The sums of x over each block of 32, [N, I/32] (the mins' factor), into the calling thread's
+// buffer; empty for Q6_K, which has no mins.
+const float* k_block_sums(const float* x, int64_t N, int64_t I, BlockType type) {
+  thread_local std::vector<float> sums;
+  if (type == BlockType::Q6_K) return nullptr;
+  sums.resize(size_t(N * (I / 32)));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t j = 0; j < I / 32; ++j) {
+      float s = 0.0f;
+      for (int e = 0; e < 32; ++e) s += x[n * I + 32 * j + e];
+      sums[size_t(n * (I / 32) + j)] = s;
+    }
+  return sums.data();
+}
+
+void k_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N, int64_t o0,
+               int64_t o1) {
+  const float* xs = k_block_sums(x, N, W.cols, W.type);
+  with_k_shape(W.type, N, [&](auto type, auto rows) {
+    k_rows<decltype(type)::value, decltype(rows)::value>(out, x, xs, W, bias, o0, o1);
+  });
+}
+
+}  // namespace
+}  // namespace lmscope::cpu

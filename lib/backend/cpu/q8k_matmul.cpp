@@ -1,0 +1,112 @@
+#include "backend/cpu/q8k_matmul.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "backend/cpu/over_rows.h"
+#include "kernels/q8_k_activations.cuh"
+
+namespace lmscope::cpu {
+
+void quantize_rows_q8k(const float* x, int64_t N, int64_t I, Q8KRows& out) {
+  if (I % q8k::kBlock != 0)
+    throw std::logic_error("quantize_rows_q8k: " + std::to_string(I) + " columns, not super-blocks of 256");
+  const int64_t total = N * (I / q8k::kBlock);
+  out.rows = N;
+  out.cols = I;
+  out.q.resize(size_t(N * I));
+  out.bsums.resize(size_t(N * I / 16));
+  out.d.resize(size_t(total));
+  const auto run = [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      q8k::quantize_block(x + b * q8k::kBlock, out.q.data() + b * q8k::kBlock, out.bsums.data() + b * q8k::kGroups,
+                          out.d.data() + b);
+  };
+  if (total < 64) return run(0, total);   // a decode row: not worth waking the threads
+  over_outputs(total, run);
+}
+
+namespace {
+
+constexpr int64_t kChunkOutputs = 64;   // a chunk's weights are read from cache by every row
+
+// Outputs [o0, o1) of every row, a chunk of outputs at a time, by `dot`.
+void outputs_by_chunks(Q8KDot dot, float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias, int64_t o0,
+                       int64_t o1) {
+  const int64_t O = W.rows, nb = x.blocks();
+  const int type = int(ggml_type_of(W.type));
+  for (int64_t c0 = o0; c0 < o1; c0 += kChunkOutputs) {
+    const int64_t c1 = std::min(o1, c0 + kChunkOutputs);
+    for (int64_t n = 0; n < x.rows; ++n) {
+      const int8_t* q = x.q.data() + n * x.cols;
+      const int16_t* bs = x.bsums.data() + n * x.cols / 16;
+      const float* d = x.d.data() + n * nb;
+      for (int64_t o = c0; o < c1; ++o)
+        out[n * O + o] = dot(type, W.data + o * int64_t(W.row_bytes()), nb, q, bs, d) + (bias ? bias[o] : 0.0f);
+    }
+  }
+}
+
+float portable_dot(int type, const uint8_t* w, int64_t nb, const int8_t* q, const int16_t* bsums, const float* d) {
+  return q8k::dot_row(type, w, nb, q, bsums, d);
+}
+
+struct Choice {
+  const char* name;
+  Q8KOutputs outputs;
+};
+
+// AVX2 when the processor has it (LMSCOPE_CPU_KERNEL=avx512 takes it too: llama.cpp's AVX-512
+// build runs these AVX2 dot products), portable when LMSCOPE_CPU_KERNEL says so or no AVX2.
+// block_matmul's choice has already refused a kernel the processor lacks.
+Choice choose() {
+  const Choice avx2{"avx2", q8k_outputs_avx2}, portable{"portable", q8k_outputs_portable};
+  const char* env = std::getenv("LMSCOPE_CPU_KERNEL");
+  if (env && std::string(env) == "portable") return portable;
+  return q8k_avx2_available() ? avx2 : portable;
+}
+
+const Choice& chosen() {
+  static const Choice c = choose();
+  return c;
+}
+
+void check_shapes(const Q8KRows& x, const QuantBlocks& W) {
+  if (!is_k_quant(W.type))
+    throw std::logic_error(std::string("q8k_matmul: ") + block_type_name(W.type) + " weights are not K-quants");
+  if (x.cols != W.cols || x.rows < 1)
+    throw std::logic_error("q8k_matmul: activations [" + std::to_string(x.rows) + ", " + std::to_string(x.cols) +
+                           "] against weights of " + std::to_string(W.cols) + " columns");
+}
+
+}  // namespace
+
+void q8k_outputs_portable(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias, int64_t o0,
+                          int64_t o1) {
+  outputs_by_chunks(portable_dot, out, x, W, bias, o0, o1);
+}
+
+void q8k_outputs_avx2(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias, int64_t o0,
+                      int64_t o1) {
+  outputs_by_chunks(q8k_dot_avx2, out, x, W, bias, o0, o1);
+}
+
+const char* q8k_matmul_kernel() { return chosen().name; }
+
+void q8k_matmul(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias) {
+  check_shapes(x, W);
+  const Q8KOutputs run = chosen().outputs;
+  over_outputs(W.rows, [&](int64_t o0, int64_t o1) { run(out, x, W, bias, o0, o1); });
+}
+
+void q8k_matmul_group(const Q8KRows& x, const BlockMatmulJob* jobs, int count) {
+  for (int j = 0; j < count; ++j) check_shapes(x, *jobs[j].W);
+  const Q8KOutputs run = chosen().outputs;
+  over_job_outputs(
+      count, [&](int j) { return jobs[j].W->rows; },
+      [&](int j, int64_t o0, int64_t o1) { run(jobs[j].out, x, *jobs[j].W, jobs[j].bias, o0, o1); });
+}
+
+}  // namespace lmscope::cpu

@@ -1,0 +1,59 @@
+// --cpu-activations q8 for K-quant weights (Q4_K, Q5_K, Q6_K): out[N,O] = x[N,I] @ W[O,I]^T
+// (+ bias[O]) with each row of x first quantized per super-block of 256 to int8 (llama.cpp's
+// block_q8_K: a float32 scale and the sums of each 16 codes), the products integer. The formulas
+// and their llama.cpp sources are kernels/q8_k_activations.cuh's; the results are llama.cpp's
+// x86 numbers bit for bit (ggml_vec_dot_q4_K_q8_K, _q5_K_q8_K, _q6_K_q8_K; tests/llamacpp holds
+// them to the built library).
+//
+// Any N; each thread walks its outputs a chunk at a time so that a chunk's weight blocks are
+// read from cache by every row. Two implementations: AVX2 (q8k_matmul_avx2.cpp: llama.cpp's
+// own instruction sequence, vpmaddubsw + vpmaddwd; llama.cpp's AVX-512 build runs it too, and
+// so does LMSCOPE_CPU_KERNEL=avx512 here) and the portable one (the formulas one lane at a
+// time), the reference the tests hold the other to. LMSCOPE_CPU_KERNEL=portable forces it.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/block_matmul.h"   // BlockMatmulJob
+#include "tensor/quant_blocks.h"
+
+namespace lmscope::cpu {
+
+// Rows of activations as block_q8_K holds them.
+struct Q8KRows {
+  int64_t rows = 0, cols = 0;   // cols % 256 == 0
+  std::vector<int8_t> q;        // [rows, cols] codes, -127..127
+  std::vector<int16_t> bsums;   // [rows, cols/16]: the sum of each 16 codes
+  std::vector<float> d;         // [rows, cols/256]
+  int64_t blocks() const { return cols / 256; }
+};
+
+// x [N, I] row-major -> out (resized); splits the super-blocks over the OpenMP threads when
+// there are many.
+void quantize_rows_q8k(const float* x, int64_t N, int64_t I, Q8KRows& out);
+
+// out [N,O] (N = x.rows), bias [O] or null; W Q4_K, Q5_K or Q6_K. Splits the O outputs over
+// the OpenMP threads.
+void q8k_matmul(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias);
+// Several matrices reading the same x in one parallel region (block_matmul_group's split).
+void q8k_matmul_group(const Q8KRows& x, const BlockMatmulJob* jobs, int count);
+
+// The implementation q8k_matmul runs: "avx2" or "portable".
+const char* q8k_matmul_kernel();
+
+// The implementations, for the tests: outputs [o0, o1) on the calling thread.
+using Q8KOutputs = void (*)(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias, int64_t o0,
+                            int64_t o1);
+void q8k_outputs_portable(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias, int64_t o0,
+                          int64_t o1);
+void q8k_outputs_avx2(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias, int64_t o0,
+                      int64_t o1);
+bool q8k_avx2_available();   // AVX2 + FMA + F16C
+// One output of one row: W's row `w` (nb super-blocks of ggml type 12/13/14) against the row's
+// codes q, group sums bsums and scales d (what each implementation runs per output).
+using Q8KDot = float (*)(int ggml_type, const uint8_t* w, int64_t nb, const int8_t* q, const int16_t* bsums,
+                         const float* d);
+float q8k_dot_avx2(int ggml_type, const uint8_t* w, int64_t nb, const int8_t* q, const int16_t* bsums,
+                   const float* d);
+
+}  // namespace lmscope::cpu

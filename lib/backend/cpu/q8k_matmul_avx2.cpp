@@ -1,0 +1,130 @@
+// q8k_matmul's AVX2 dot products (q8k_matmul.h): llama.cpp's own instruction sequence for
+// ggml_vec_dot_q4_K_q8_K / _q5_K_q8_K / _q6_K_q8_K (arch/x86/quants.c, __AVX2__), so that every
+// lane's integer sum and every float operation is its: vpmaddubsw (unsigned weight codes times
+// signed activation codes, pairs), vpmaddwd with the sub-block scales (quads, int32 lanes),
+// one FMA per super-block into eight float lanes, the mins apart (kernels/q8_k_activations.cuh
+// has the formulas). The scales are splat from scalars rather than shuffled from a table: the
+// same integers. Compiled for any x86-64 with __attribute__((target)): the caller checks the
+// processor first.
+#include "backend/cpu/q8k_matmul.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#if defined(__x86_64__)
+#include "backend/cpu/avx2.h"   // immintrin.h, hsum (ggml's hsum_float_8 order), cpu_has_avx2_fma_f16c
+#include "kernels/q8_k_activations.cuh"
+#define LMSCOPE_Q8K_TARGET __attribute__((target("avx2,fma,f16c")))
+#endif
+
+namespace lmscope::cpu {
+
+#if defined(__x86_64__)
+namespace {
+
+LMSCOPE_Q8K_TARGET inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Q4_K (Q5 false) or Q5_K (Q5 true).
+template <bool Q5>
+LMSCOPE_Q8K_TARGET float dot_k4(const uint8_t* w, int64_t nb, const int8_t* q, const int16_t* bsums, const float* da) {
+  constexpr int64_t bytes = Q5 ? 176 : 144;
+  const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
+  __m256 acc = _mm256_setzero_ps();
+  __m128 acc_m = _mm_setzero_ps();
+  float summs = 0.0f;
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* blk = w + i * bytes;
+    const int8_t* a = q + i * 256;
+    const float d = da[i] * quant::load_f16(blk), dmin = -da[i] * quant::load_f16(blk + 2);
+    // The eight 6-bit scales into bytes sm[0..7] and the mins into sm[8..15], by llama.cpp's
+    // word shifts (quant::scale_min_k4's values, without its branches).
+    uint32_t u[4];
+    std::memcpy(u, blk + 4, 12);
+    u[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    const uint32_t mins_lo = u[1] & 0x3f3f3f3fu;
+    u[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    u[2] = mins_lo;
+    u[0] &= 0x3f3f3f3fu;
+    uint8_t sm[16];
+    std::memcpy(sm, u, 16);
+    const __m256i q8sums = load256(bsums + i * 16);
+    const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(q8sums), _mm256_extracti128_si256(q8sums, 1));
+    const __m128i prod = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 8))), q8s);
+    if (Q5) {
+      __m128i h = _mm_add_epi32(prod, _mm_unpackhi_epi64(prod, prod));
+      h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 1));
+      summs = q8::fused(dmin, float(_mm_cvtsi128_si32(h)), summs);
+    } else {
+      acc_m = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), acc_m);
+    }
+    const uint8_t* qs = blk + (Q5 ? 48 : 16);
+    const __m256i hbits = Q5 ? load256(blk + 16) : _mm256_setzero_si256();
+    __m256i sumi = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) {
+      const __m256i bits = load256(qs + 32 * j);
+      __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+      if (Q5) {   // bit 2j of qh[e] for sub-block 2j, 2j+1 for 2j+1 (per byte: no bit crosses)
+        const __m128i s0 = _mm_cvtsi32_si128(2 * j), s1 = _mm_cvtsi32_si128(2 * j + 1);
+        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, s0), one), 4));
+        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, s1), one), 4));
+      }
+      const __m256i pl = _mm256_madd_epi16(_mm256_set1_epi16(short(sm[2 * j])), _mm256_maddubs_epi16(lo, load256(a + 64 * j)));
+      const __m256i ph =
+          _mm256_madd_epi16(_mm256_set1_epi16(short(sm[2 * j + 1])), _mm256_maddubs_epi16(hi, load256(a + 64 * j + 32)));
+      sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(pl, ph));
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+  }
+  if (Q5) return hsum(acc) + summs;
+  acc_m = _mm_add_ps(acc_m, _mm_movehl_ps(acc_m, acc_m));
+  acc_m = _mm_add_ss(acc_m, _mm_movehdup_ps(acc_m));
+  return hsum(acc) + _mm_cvtss_f32(acc_m);
+}
+
+LMSCOPE_Q8K_TARGET float dot_q6k(const uint8_t* w, int64_t nb, const int8_t* q, const int16_t* bsums, const float* da) {
+  const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi8(15);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* blk = w + i * 210;
+    const int8_t* a = q + i * 256;
+    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+    const float d = da[i] * quant::load_f16(blk + 208);
+    const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+    const __m256i q8sclsub = _mm256_slli_epi32(_mm256_madd_epi16(load256(bsums + i * 16), scales16), 5);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int j = 0; j < 2; ++j) {
+      const __m256i b1 = load256(blk + 64 * j), b2 = load256(blk + 64 * j + 32), h = load256(blk + 128 + 32 * j);
+      __m256i codes[4];
+      codes[0] = _mm256_or_si256(_mm256_and_si256(b1, m15), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4));
+      codes[1] = _mm256_or_si256(_mm256_and_si256(b2, m15), _mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi8(12)), 2));
+      codes[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m15), _mm256_and_si256(h, _mm256_set1_epi8(48)));
+      codes[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m15),
+                                 _mm256_srli_epi16(_mm256_and_si256(h, _mm256_set1_epi8(char(0xC0))), 2));
+      for (int k = 0; k < 4; ++k) {
+        const int g = 8 * j + 2 * k;   // scales of elements 0-15 and 16-31 of this group of 32
+        const __m256i s = _mm256_set_m128i(_mm_set1_epi16(short(sc[g + 1])), _mm_set1_epi16(short(sc[g])));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(s, _mm256_maddubs_epi16(codes[k], load256(a + 128 * j + 32 * k))));
+      }
+    }
+    sumi = _mm256_sub_epi32(sumi, q8sclsub);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+  }
+  return hsum(acc);
+}
+
+}  // namespace
+
+float q8k_dot_avx2(int ggml_type, const uint8_t* w, int64_t nb, const int8_t* q, const int16_t* bsums, const float* d) {
+  if (ggml_type == 12) return dot_k4<false>(w, nb, q, bsums, d);
+  if (ggml_type == 13) return dot_k4<true>(w, nb, q, bsums, d);
+  return dot_q6k(w, nb, q, bsums, d);
+}
+bool q8k_avx2_available() { return cpu_has_avx2_fma_f16c(); }
+#else
+float q8k_dot_avx2(int, const uint8_t*, int64_t, const int8_t*, const int16_t*, const float*) {
+  throw std::logic_error("q8k_dot_avx2: not an x86-64 build");
+}
+bool q8k_avx2_available() { return false; }
+#endif
+
+}  // namespace lmscope::cpu
