@@ -92,6 +92,14 @@ TEST(InterventionsCli, TraceRecordsTheSpecAndDiffNamesTheEditedHook) {
   EXPECT_EQ(d.code, 1) << d.out;
   EXPECT_NE(d.out.find("intervened: layers.1.attn.z[head=2]=zero"), std::string::npos) << d.out;
   EXPECT_NE(d.out.find("first failing hook: step 0 layers.1.attn.z"), std::string::npos) << d.out;
+  // the step walker and the report say the trace is a counterfactual
+  EXPECT_NE(tool("lmscope-step", edited).out.find("intervened: layers.1.attn.z[head=2]=zero"), std::string::npos);
+  ASSERT_EQ(tool("lmscope-report", edited + " --out " + tmp.file("r.html")).code, 0);
+  std::ifstream html(tmp.file("r.html"));
+  const std::string page((std::istreambuf_iterator<char>(html)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find("intervened run"), std::string::npos);
+  EXPECT_NE(page.find("layers.1.attn.z[head=2]=zero"), std::string::npos);
+  EXPECT_EQ(tool("lmscope-lens", "--model " + kTiny + " --prompt-ids 330,749,537 --intervene 'layers.0.attn.z=zero'").out.rfind("intervened: layers.0.attn.z=zero\n", 0), 0u);
 
   // scale(1): the edit path runs and changes nothing, bit for bit
   ASSERT_EQ(tool("lmscope-trace", trace_args(noop) + " --intervene 'layers.0.resid_pre=scale(1)' --intervene 'layers.*.attn.z=scale(1)' --intervene 'layers.2.ffn.act=scale(1)'").code, 0);
