@@ -38,24 +38,26 @@ std::vector<std::string> column_labels(const PatchGrid& g, const std::vector<int
   return out;
 }
 
+// Fixed-width columns (8 characters: a value like "-0.01" or a piece cut to 7) so that the grid
+// reads in a terminal and a lesson can quote a row.
 std::string table_text(const PatchSweep& s, const PieceFn& piece) {
+  auto cell = [](const std::string& v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%8s", v.c_str());
+    return std::string(buf);
+  };
   std::string o;
   for (const PatchGrid& g : s.grids) {
     o += "\n" + g.site + ": layer x " + g.columns + ", normalized (0 = corrupted, 1 = clean)\n";
-    const auto labels = column_labels(g, s.corrupt, piece);
     o += "layer";
-    for (const std::string& l : labels) {
-      o += '\t';
-      o += shorten(l, 12);
-    }
-    o += "\n";
+    for (const std::string& l : column_labels(g, s.corrupt, piece)) o += cell(shorten(l, 7));
+    o += '\n';
     for (size_t l = 0; l < g.normalized.size(); ++l) {
-      o += std::to_string(l);
-      for (double v : g.normalized[l]) {
-        o += '\t';
-        o += fmt2(v);
-      }
-      o += "\n";
+      char lb[16];
+      std::snprintf(lb, sizeof lb, "%5zu", l);
+      o += lb;
+      for (double v : g.normalized[l]) o += cell(fmt2(v));
+      o += '\n';
     }
   }
   return o;

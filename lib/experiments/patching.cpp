@@ -12,15 +12,9 @@ namespace lmscope {
 
 namespace {
 
-std::string trim(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
-}
-
 // A metric token: "#123", or text (quotes kept off) that must be one token.
 int32_t metric_token(const std::string& raw, const tok::Tokenizer* tk, const std::string& metric) {
-  std::string t = trim(raw);
+  std::string t = trim_blanks(raw);
   if (t.size() >= 2 && (t.front() == '"' || t.front() == '\'') && t.back() == t.front()) t = t.substr(1, t.size() - 2);
   if (t.size() > 1 && t[0] == '#' && t.find_first_not_of("0123456789", 1) == std::string::npos) return std::stoi(t.substr(1));
   if (t.empty()) throw std::runtime_error("--metric '" + metric + "': an empty token");

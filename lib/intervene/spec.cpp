@@ -33,12 +33,6 @@ const char* site_short_name(Hook h) {
   throw std::logic_error("not an intervention site");
 }
 
-std::string trim(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
-}
-
 [[noreturn]] void bad(const std::string& spec, const std::string& what) {
   throw std::invalid_argument("intervention '" + spec + "': " + what);
 }
@@ -54,7 +48,7 @@ bool parse_int(const std::string& s, int64_t& v) {
 }
 
 double parse_number(const std::string& spec, const std::string& s, const std::string& what) {
-  const std::string t = trim(s);
+  const std::string t = trim_blanks(s);
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(t.c_str(), &end);
@@ -141,8 +135,8 @@ void parse_op(InterventionSpec& s, const std::string& spec, const std::string& t
   const size_t open = text.find('(');
   if (open != std::string::npos) {
     if (text.back() != ')') bad(spec, "op '" + text + "': missing ')'");
-    name = trim(text.substr(0, open));
-    args = trim(text.substr(open + 1, text.size() - open - 2));
+    name = trim_blanks(text.substr(0, open));
+    args = trim_blanks(text.substr(open + 1, text.size() - open - 2));
     has_args = true;
   }
   auto no_args = [&] {
@@ -171,11 +165,11 @@ void parse_op(InterventionSpec& s, const std::string& spec, const std::string& t
     if (comma == std::string::npos)
       bad(spec, "add needs a coefficient and a vector: add(4, steer.json) or add(4, a.h5 - b.h5)");
     s.c = parse_number(spec, args.substr(0, comma), "add coefficient");
-    const std::string what = trim(args.substr(comma + 1));
+    const std::string what = trim_blanks(args.substr(comma + 1));
     const size_t minus = what.find(" - ");
     if (minus != std::string::npos) {
-      s.source = trim(what.substr(0, minus));
-      s.minus = trim(what.substr(minus + 3));
+      s.source = trim_blanks(what.substr(0, minus));
+      s.minus = trim_blanks(what.substr(minus + 3));
       if (!is_trace_name(s.source) || !is_trace_name(s.minus))
         bad(spec, "add(c, A - B): A and B must be traces (.h5), got '" + what + "'");
     } else if (is_trace_name(what)) {
@@ -214,6 +208,12 @@ std::pair<int64_t, int64_t> bounds(int64_t a, int64_t b, int64_t n) {
   return {a, b};
 }
 }  // namespace
+
+std::string trim_blanks(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
+}
 
 bool IndexSet::contains(int64_t i, int64_t n) const {
   if (ranges.empty()) return true;
@@ -259,14 +259,14 @@ IndexSet parse_index_set(const std::string& text, const std::string& what, bool 
   std::string item;
   std::istringstream in(text);
   while (std::getline(in, item, '|')) {
-    item = trim(item);
+    item = trim_blanks(item);
     const size_t colon = item.find(':');
     int64_t a = 0, b = IndexSet::kOpen;
     if (colon == std::string::npos) {
       if (!parse_int(item, a)) throw std::invalid_argument(what + " '" + item + "' is not an index");
       b = a + 1;   // -1: [-1, 0), the last index (bounds())
     } else {
-      const std::string from = trim(item.substr(0, colon)), to = trim(item.substr(colon + 1));
+      const std::string from = trim_blanks(item.substr(0, colon)), to = trim_blanks(item.substr(colon + 1));
       if ((!from.empty() && !parse_int(from, a)) || (!to.empty() && !parse_int(to, b)))
         throw std::invalid_argument(what + " '" + item + "' is not a range (A:B, end excluded)");
       if (a >= 0 && b != IndexSet::kOpen && b >= 0 && b <= a)
@@ -361,7 +361,7 @@ std::string InterventionSpec::text() const {
 }
 
 InterventionSpec parse_intervention(const std::string& text) {
-  const std::string spec = trim(text);
+  const std::string spec = trim_blanks(text);
   if (spec.empty()) throw std::invalid_argument("intervention '': empty (e.g. layers.3.attn.z[head=2]=zero)");
   // SITE[SELECTORS]=OP: the '=' that ends the site is the first one outside brackets.
   size_t eq = std::string::npos;
@@ -372,25 +372,25 @@ InterventionSpec parse_intervention(const std::string& text) {
     else if (spec[i] == '=' && depth == 0) eq = i;
   }
   if (eq == std::string::npos) bad(spec, "no '=OP' (e.g. layers.3.attn.z[head=2]=zero)");
-  std::string site = trim(spec.substr(0, eq)), selectors;
+  std::string site = trim_blanks(spec.substr(0, eq)), selectors;
   const size_t open = site.find('[');
   if (open != std::string::npos) {
     if (site.back() != ']') bad(spec, "selectors must end with ']'");
     selectors = site.substr(open + 1, site.size() - open - 2);
-    site = trim(site.substr(0, open));
+    site = trim_blanks(site.substr(0, open));
   }
   InterventionSpec s;
   parse_site(s, spec, site);
   std::string item;
   std::istringstream in(selectors);
   while (std::getline(in, item, ',')) {
-    item = trim(item);
+    item = trim_blanks(item);
     if (item.empty()) continue;
     const size_t e = item.find('=');
     if (e == std::string::npos) bad(spec, "selector '" + item + "' has no '=' (e.g. head=2)");
-    set_selector(s, spec, trim(item.substr(0, e)), trim(item.substr(e + 1)));
+    set_selector(s, spec, trim_blanks(item.substr(0, e)), trim_blanks(item.substr(e + 1)));
   }
-  parse_op(s, spec, trim(spec.substr(eq + 1)));
+  parse_op(s, spec, trim_blanks(spec.substr(eq + 1)));
   return s;
 }
 

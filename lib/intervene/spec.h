@@ -72,6 +72,9 @@ InterventionSpec parse_intervention(const std::string& text);
 // are taken relative to `base_dir` (the JSON file's folder). `where` names it in errors.
 InterventionSpec intervention_from_json(const nlohmann::json& j, const std::string& base_dir, const std::string& where);
 
+// Spaces and tabs cut from both ends (a spec's parts; lmscope-patch's metric tokens).
+std::string trim_blanks(const std::string& s);
+
 // A --interventions file: a JSON array of objects or strings. One line for any error.
 std::vector<InterventionSpec> load_interventions_file(const std::string& path);
 
