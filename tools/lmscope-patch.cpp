@@ -53,7 +53,7 @@ std::string table_text(const PatchSweep& s, const PieceFn& piece) {
     for (const std::string& l : column_labels(g, s.corrupt, piece)) o += cell(shorten(l, 7));
     o += '\n';
     for (size_t l = 0; l < g.normalized.size(); ++l) {
-      char lb[16];
+      char lb[32];
       std::snprintf(lb, sizeof lb, "%5zu", l);
       o += lb;
       for (double v : g.normalized[l]) o += cell(fmt2(v));
