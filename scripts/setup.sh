@@ -3,7 +3,7 @@
 # Debian packages: compiler and CMake come with the machine; these are the libraries.
 set -euo pipefail
 packages=(cmake g++ pkg-config libhdf5-dev hdf5-tools nlohmann-json3-dev libcli11-dev libgtest-dev
-          libopenblas-dev libpcre2-dev libutf8proc-dev libpng-dev
+          libopenblas-dev libpcre2-dev libutf8proc-dev libpng-dev libssl-dev
           python3-h5py python3-numpy python3-pytest    # tests/python (ctest python_reader), /usr/bin/python3
           chromium                                     # renders lmscope-report's page and pictures in tests/report
           clang)                                       # scripts/sanitize.sh and scripts/fuzz.sh (ASan, UBSan, libFuzzer)

@@ -18,6 +18,7 @@
 #include "compare/compare.h"
 #include "compare/distill.h"
 #include "compare/report.h"
+#include "intervene/record.h"
 #include "trace/select.h"
 #include "trace/trace_reader.h"
 #include "tools/cli_common.h"
@@ -127,6 +128,9 @@ int main(int argc, char** argv) {
     std::cout << j << "\n";
   } else {
     if (!align_note.empty()) std::cout << "aligned: " << align_note << "\n";
+    // A counterfactual pair (docs/interventions.md): say which side was edited, and how.
+    for (const TraceReader* t : {a.get(), b.get()})
+      if (const std::string iv = interventions_line(*t); !iv.empty()) std::cout << t->path() << ": " << iv << "\n";
     std::cout << report_text(rep, all);
   }
   std::cout.flush();

@@ -10,7 +10,9 @@
 
 #include "experiments/lens_view.h"
 #include "experiments/run.h"
+#include "intervene/record.h"
 #include "tools/cli_common.h"
+#include "tools/intervention_args.h"
 #include "tools/model_args.h"
 
 using namespace lmscope;
@@ -26,11 +28,18 @@ int main(int argc, char** argv) {
   app.add_option("--top", top, "tokens shown per layer (1: one grid of every position)")->capture_default_str();
   app.add_option("--layers", layers, "layer ranges to show, e.g. 0-3,29 (default: all)");
   app.add_flag("--json", json, "print one JSON object: per position and layer the top ids, pieces, probabilities");
+  cli::InterventionArgs iargs;   // the lens of an intervened run (docs/interventions.md)
+  iargs.add_to(app);
   if (auto code = cli::parse(app, argc, argv, "lmscope-lens")) return *code;
   if (top < 1) return cli::usage_error("lmscope-lens", "--top must be at least 1, got " + std::to_string(top));
   if (max_new < 1) return cli::usage_error("lmscope-lens", "--max-new-tokens must be at least 1, got " + std::to_string(max_new));
   if (margs.prompts.size() + margs.prompt_ids.size() > 1)
     return cli::usage_error("lmscope-lens", "one prompt at a time (give one --prompt or --prompt-ids)");
+  try {
+    iargs.parse();
+  } catch (const std::exception& e) {
+    return cli::usage_error("lmscope-lens", e.what());
+  }
 
   return cli::run_tool("lmscope-lens", [&] {
     auto tm = cli::load_tool_model(margs, argc, argv);
@@ -41,6 +50,9 @@ int main(int argc, char** argv) {
     opt.eos_ids = tm->special.eos_ids;
     HookSet hooks("lens.layers.*.topk_ids,lens.layers.*.topk_probs", layers, tm->loaded.cfg.num_layers);
     hooks.set_lens_top_k(top);
+    const std::unique_ptr<Interventions> interventions = iargs.build(tm->loaded.cfg);
+    opt.editor = interventions.get();
+    if (interventions && !json) std::cout << interventions_line(interventions->record_json()) << "\n";
     LensCollector lens;
     const TracedRun run = run_traced(tm->ctx, opt, hooks, /*out=*/"", &lens);
     const auto cols = lens.columns(opt.prompts[0], run.new_tokens[0]);

@@ -11,6 +11,7 @@
 
 #include "experiments/step_replay.h"
 #include "experiments/stepper.h"
+#include "intervene/record.h"
 #include "trace/trace_reader.h"
 #include "tools/cli_common.h"
 #include "tools/model_args.h"
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "lmscope-step: %s: tokens show as #id (give --model)\n", where.c_str());
     }
     so.intro_pages = trace_intro_pages(tr, so.token_text);
+    if (const std::string iv = interventions_line(tr); !iv.empty()) so.intro_pages.insert(so.intro_pages.begin(), iv + "\n");
     Stepper stepper(cfg, so);
     try {
       replay_trace(tr, stepper);

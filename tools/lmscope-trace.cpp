@@ -14,6 +14,7 @@
 #include "experiments/stepper.h"
 #include "tokenizer/decoder.h"
 #include "tools/cli_common.h"
+#include "tools/intervention_args.h"
 #include "tools/model_args.h"
 #include "tools/sampling_args.h"
 
@@ -48,6 +49,8 @@ int main(int argc, char** argv) {
       ->expected(0, 1)
       ->default_str("10");
   app.add_option("--out", out, "HDF5 trace to write");
+  cli::InterventionArgs iargs;
+  iargs.add_to(app);
   app.add_option("--compress", compress, "gzip level 1-9 for datasets over 64 KiB (0 = raw, fastest)")
       ->check(CLI::Range(0, 9))
       ->capture_default_str();
@@ -71,7 +74,8 @@ int main(int argc, char** argv) {
   if (auto code = cli::check_sampling("lmscope-trace", sc)) return *code;
   try {
     for (const std::string& a : stop_args) stop_strings.push_back(cli::parse_stop_string(a));
-  } catch (const std::invalid_argument& e) {
+    iargs.parse();   // the grammar, before the model loads
+  } catch (const std::exception& e) {
     return cli::usage_error("lmscope-trace", e.what());
   }
 
@@ -130,6 +134,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "\rstep %d/%d: %s   ", step + 1, max_new, cli::join_ids(toks).c_str());
       };
     }
+
+    const std::unique_ptr<Interventions> interventions = iargs.build(cfg);
+    opt.editor = interventions.get();
 
     // --step sees every hook (lib/experiments/stepper.h); otherwise only a file is traced.
     HookSet hook_set = (out.empty() && !step_mode) ? HookSet() : HookSet(hooks, layers, cfg.num_layers);

@@ -61,6 +61,7 @@ TracedRun run_traced(const ModelContext& m, const GenerateOptions& opt, const Ho
   r.stop_strings = opt.stop_strings;
   for (StopReason s : run.stop_reasons) r.stop_reasons.push_back(stop_reason_name(s));
   r.missing_hooks = run.missing_hooks;
+  if (opt.editor) r.interventions_json = opt.editor->record_json();
   if (m.tokenizer)
     r.write_tokenizer_row = [&](TraceWriter& w, int row) {
       if (const EncodeTrace* e = m.encoding_of(opt.prompts[size_t(row)])) write_tokenizer_trace(w, row, *e, *m.tokenizer);

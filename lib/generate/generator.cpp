@@ -46,6 +46,14 @@ GenerateResult generate(Decoder& decoder, const GenerateOptions& opt, Trace* tra
   if (policy.place_prompt) policy.place_prompt(batch);
   const int64_t B = batch.rows(), P = batch.cols();
   check_lengths(decoder.config(), P, opt.max_new_tokens);
+  Trace untraced(HookSet(), nullptr);   // carries an editor when the caller traces nothing
+  if (opt.editor) {
+    if (!trace) trace = &untraced;
+    trace->set_editor(opt.editor);
+    std::vector<int64_t> prompt_lengths;
+    for (const auto& p : opt.prompts) prompt_lengths.push_back(int64_t(p.size()));
+    opt.editor->begin_run(prompt_lengths, opt.max_new_tokens);
+  }
 
   std::unique_ptr<KVCache> cache;
   if (opt.use_cache) cache = std::make_unique<KVCache>(decoder.backend(), decoder.config(), B, P + opt.max_new_tokens);

@@ -27,6 +27,9 @@ struct GenerateOptions {
   std::vector<std::string> stop_strings;       // HF stop_strings; needs token_bytes
   std::function<std::string(int32_t)> token_bytes;   // a token's bytes (the tokenizer's)
   GenerationPolicies policies;                 // all empty: exactly HF generate
+  // Edits at the hook points (interventions: intervene/interventions.h); not owned, null: none.
+  // generate() sets it on the trace (on a trace of its own when given none).
+  HookEditor* editor = nullptr;
   // Called after each step with the tokens just chosen ([B]); for streaming and progress.
   std::function<void(int step, const std::vector<int32_t>& tokens)> on_step;
 };

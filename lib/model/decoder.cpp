@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "backend/forward_scope.h"
+#include "model/attend_probs.h"
 #include "model/lens.h"
 #include "model/masks.h"
 #include "model/rope.h"
@@ -60,6 +61,14 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     if (trace && trace->wants(h, layer)) hooked.push(h, layer, t);
   };
   auto wants = [&](Hook h, int layer) { return trace && trace->wants(h, layer); };
+  // An editable tensor: the trace's editor (interventions, trace/hook_editor.h) may change it
+  // (in place, or rebinding t to an edited copy) before it is offered and before the next op
+  // reads it. With no editor this is one pointer check more than hook().
+  const EditContext edit_ctx{trace ? trace->step() : 0, &in.position_ids, &in.attention_mask};
+  auto site = [&](Hook h, int layer, Tensor& t) {
+    if (trace && trace->edits(h, layer)) trace->editor()->apply(be, h, layer, t, edit_ctx);
+    hook(h, layer, t);
+  };
   // quant.<hook>.q8 / .q8_scale: what a backend that quantizes activations (CPU
   // --cpu-activations q8) rounded `x` to before its matmul by W; nothing when none is asked for
   // or the backend does not quantize. `shape` is the hooked tensor's (x may be its flat view).
@@ -90,7 +99,7 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
   // ---- embedding -------------------------------------------------------------------------
   Tensor x = be.alloc({B, T, D});                            // x: [B,T,D] the residual stream
   be.embed(x, be.upload(in.input_ids), w_.embed);
-  hook(Hook::Embed, -1, x);
+  site(Hook::Embed, -1, x);
 
   // The head on normed [B,T,D]. Its last column is computed on its own (B rows) whatever
   // else is asked for, so that what generation samples from does not depend on whether the
@@ -135,7 +144,7 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
   const float scale = 1.0f / std::sqrt(float(hd));
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const LayerWeights& lw = w_.layers[l];
-    hook(Hook::ResidPre, l, x);
+    site(Hook::ResidPre, l, x);
 
     // ---- attention: h = x + o_proj(attn(rope(q), rope(k), v)) ----
     Tensor xn = be.alloc({B, T, D});                         // xn: [B,T,D]
@@ -153,16 +162,16 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     be.split_heads(q, q_flat);
     be.split_heads(k, k_flat);
     be.split_heads(v, v_flat);
-    hook(Hook::AttnQ, l, q);
-    hook(Hook::AttnK, l, k);
-    hook(Hook::AttnV, l, v);
+    site(Hook::AttnQ, l, q);
+    site(Hook::AttnK, l, k);
+    site(Hook::AttnV, l, v);
 
     Tensor q_rope = be.alloc({B, H, T, hd});                 // q_rope: [B,H,T,hd]
     Tensor k_rope = be.alloc({B, Hkv, T, hd});               // k_rope: [B,Hkv,T,hd]
     be.rope(q_rope, q, cos, sin);
     be.rope(k_rope, k, cos, sin);
-    hook(Hook::AttnQRope, l, q_rope);
-    hook(Hook::AttnKRope, l, k_rope);
+    site(Hook::AttnQRope, l, q_rope);
+    site(Hook::AttnKRope, l, k_rope);
 
     // Keys and values this step attends over: the cache (P old + T new positions), or
     // without a cache just this step's T.
@@ -177,23 +186,27 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
       if (wants(Hook::KvV, l)) hook(Hook::KvV, l, be.kv_read(cache->v[l], S));
     }
 
-    Tensor scores, probs;                                    // [B,H,T,S], only when asked for
+    // scores/probs [B,H,T,S]: only when asked for, or probs when an intervention edits them
+    // (then z is made again from the edited probs: model/attend_probs.h).
+    const bool edit_probs = trace && trace->edits(Hook::AttnProbs, l);
+    Tensor scores, probs;
     if (wants(Hook::AttnScores, l)) scores = be.alloc({B, H, T, S});
-    if (wants(Hook::AttnProbs, l)) probs = be.alloc({B, H, T, S});
+    if (wants(Hook::AttnProbs, l) || edit_probs) probs = be.alloc({B, H, T, S});
     Tensor z = be.alloc({B, T, H, hd});                      // z: [B,T,H,hd] = probs @ v
     be.attention(z, q_rope, *keys, *values, S, mask, scale, scores.defined() ? &scores : nullptr,
                  probs.defined() ? &probs : nullptr);
     if (scores.defined()) hook(Hook::AttnScores, l, scores);
-    if (probs.defined()) hook(Hook::AttnProbs, l, probs);
-    hook(Hook::AttnZ, l, z);
+    if (probs.defined()) site(Hook::AttnProbs, l, probs);
+    if (edit_probs) z = attend_probs(be, probs, *values, S);
+    site(Hook::AttnZ, l, z);
     quant_hooks(Hook::QuantAttnZQ8, Hook::QuantAttnZQ8Scale, l, z.reshape({B, T, H * hd}), lw.wo, z.shape());
 
     Tensor attn_out = be.alloc({B, T, D});                   // attn_out: [B,T,D]
     be.linear(attn_out, z.reshape({B, T, H * hd}), lw.wo, lw.bo);
-    hook(Hook::AttnOut, l, attn_out);
+    site(Hook::AttnOut, l, attn_out);
     Tensor resid_mid = be.alloc({B, T, D});                  // resid_mid: [B,T,D]
     be.add(resid_mid, x, attn_out);
-    hook(Hook::ResidMid, l, resid_mid);
+    site(Hook::ResidMid, l, resid_mid);
 
     // ---- MLP: down_proj(silu(gate_proj(h)) * up_proj(h)) ----
     Tensor hn = be.alloc({B, T, D});                         // hn: [B,T,D]
@@ -208,14 +221,14 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     hook(Hook::FfnUp, l, up);
     Tensor act = be.alloc({B, T, F});                        // act: [B,T,F]
     be.swiglu(act, gate, up);
-    hook(Hook::FfnAct, l, act);
+    site(Hook::FfnAct, l, act);
     quant_hooks(Hook::QuantFfnActQ8, Hook::QuantFfnActQ8Scale, l, act, lw.w_down, act.shape());
     Tensor ffn_out = be.alloc({B, T, D});                    // ffn_out: [B,T,D]
     be.linear(ffn_out, act, lw.w_down, Tensor());
-    hook(Hook::FfnOut, l, ffn_out);
+    site(Hook::FfnOut, l, ffn_out);
     Tensor resid_post = be.alloc({B, T, D});                 // resid_post: [B,T,D]
     be.add(resid_post, resid_mid, ffn_out);
-    hook(Hook::ResidPost, l, resid_post);
+    site(Hook::ResidPost, l, resid_post);
     lens(l, resid_post);
     x = resid_post;
   }

@@ -26,6 +26,7 @@ void write_run_record(TraceWriter& w, const RunRecord& r) {
   w.set_root_attr("eos_token_ids", nlohmann::json(r.eos_token_ids).dump());
   w.set_root_attr("stop_strings", nlohmann::json(r.stop_strings).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   w.set_root_attr("stop_reasons", nlohmann::json(r.stop_reasons).dump());
+  if (!r.interventions_json.empty()) w.set_root_attr("interventions", r.interventions_json);
   std::vector<int32_t> flat;                   // [B,N]
   for (const auto& row : r.generated_ids) flat.insert(flat.end(), row.begin(), row.end());
   w.write_root_dataset("generated_ids", {B, N}, flat.data());

@@ -30,6 +30,7 @@ struct RunRecord {
   std::vector<std::string> stop_strings;       // HF stop_strings (may be empty)
   std::vector<std::string> stop_reasons;       // [B] "eos", "stop_string" or "max_new_tokens"
   std::vector<std::string> missing_hooks;      // requested, never fired
+  std::string interventions_json;              // what was edited (JSON array); empty: a clean run
   // Writes /tokenizer/row_<row> for a prompt whose text is known (null: no tokenizer group).
   std::function<void(TraceWriter& w, int row)> write_tokenizer_row;
 };

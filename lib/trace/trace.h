@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tensor/tensor.h"
+#include "trace/hook_editor.h"
 #include "trace/hook_set.h"
 #include "trace/trace_writer.h"
 
@@ -41,6 +42,10 @@ class Trace {
   void begin_step(const StepInfo& info);
   int step() const { return step_; }
   TraceWriter* writer() { return writer_; }
+  // The editor that may change tensors at their hook points (not owned; null: none).
+  void set_editor(HookEditor* editor) { editor_ = editor; }
+  HookEditor* editor() const { return editor_; }
+  bool edits(Hook h, int layer) const { return editor_ && editor_->edits(h, layer); }
   // Also hand every wanted tensor to `sink` (not owned; null: none).
   void set_sink(TraceSink* sink) { sink_ = sink; }
   const HookSet& hooks() const { return hooks_; }
@@ -54,6 +59,7 @@ class Trace {
   HookSet hooks_;
   TraceWriter* writer_;
   TraceSink* sink_ = nullptr;
+  HookEditor* editor_ = nullptr;
   int step_ = -1;
   int64_t step_T_ = 0;   // query tokens this step: the rows a kv hook appended
   std::vector<std::vector<char>> fired_;

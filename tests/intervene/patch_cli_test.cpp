@@ -1,0 +1,54 @@
+// lmscope-patch on the committed tiny model, checked by what activation patching must give
+// whatever the model: the two prompts differ at position 8 only, so patching resid_pre of layer
+// 0 there makes the corrupted run the clean one (normalized 1), and patching any other position
+// of layer 0 changes nothing (normalized 0). Different lengths and a metric token that is not one
+// token are refused in one line.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_test_util.h"
+
+namespace {
+
+const std::string kRoot = LMSCOPE_SOURCE_DIR;
+const std::string kArgs = "--model " + kRoot + "/golden/models/tiny-qwen2" +
+                          " --clean-ids 330,749,537,264,935,314,267,681,289,295,16"
+                          " --corrupt-ids 330,749,537,264,935,314,267,681,42,295,16 --metric 'logit-diff:#549,#434'";
+
+}  // namespace
+
+TEST(PatchCli, SinglePositionDifferenceIsRestoredExactlyThere) {
+  lmscope::testing_util::TempDir tmp;
+  const auto r = tool("lmscope-patch", kArgs + " --rows-per-forward 7 --json " + tmp.file("p.json") + " --svg " + tmp.file("p"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream f(tmp.file("p.json"));
+  const nlohmann::json j = nlohmann::json::parse(f);
+  ASSERT_NE(j["clean_metric"], j["corrupt_metric"]);
+  const auto& resid = j["sites"]["resid_pre"]["normalized"];
+  ASSERT_EQ(resid.size(), 3u);
+  ASSERT_EQ(resid[0].size(), 11u);
+  for (int p = 0; p < 11; ++p) {
+    if (p == 8) EXPECT_NEAR(resid[0][p].get<double>(), 1.0, 1e-4);
+    else EXPECT_NEAR(resid[0][p].get<double>(), 0.0, 1e-4) << "position " << p;
+  }
+  EXPECT_EQ(j["sites"]["attn.z"]["normalized"][0].size(), 4u);   // heads
+  EXPECT_EQ(j["cells"], 3 * 11 * 3 + 3 * 4);
+  for (const char* site : {"resid_pre", "attn_out", "ffn_out", "attn_z"})
+    EXPECT_TRUE(std::filesystem::exists(tmp.file(std::string("p.") + site + ".svg"))) << site;
+}
+
+TEST(PatchCli, BadInputIsOneLine) {
+  auto one_line = [](const lmscope::testing_util::CliRun& r, const std::string& needle) {
+    EXPECT_NE(r.code, 0);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  };
+  one_line(tool("lmscope-patch", "--model " + kRoot + "/golden/models/tiny-qwen2 --clean-ids 1,2,3 --corrupt-ids 1,2 --metric 'prob:#5'"),
+           "clean prompt has 3 tokens, corrupted 2");
+  one_line(tool("lmscope-patch", "--model " + kRoot + "/golden/models/tiny-qwen2 --clean-ids 1,2,3 --corrupt-ids 1,2,4 --metric 'prob:golden fish'"),
+           "the metric needs one");
+  one_line(tool("lmscope-patch", "--model " + kRoot + "/golden/models/tiny-qwen2 --clean-ids 1,2,3 --corrupt-ids 1,2,4 --metric 'prob:#5' --sites attn.q"),
+           "unknown site 'attn.q'");
+}
