@@ -207,4 +207,36 @@ def unallocated(f):
 
 
 trace("unallocated_2e32.h5", unallocated)
+
+
+# Issue 23: shapes that disagree with each other or with the root attributes (refused on open,
+# trace/trace_layout.h), NaN where an integer belongs, links a trace never holds.
+def replace(path, shape, dtype="f4", hook=None, axes=None, fill=0.5):
+    def edit(f):
+        old = f[path]
+        hook_, axes_ = old.attrs.get("hook", hook), old.attrs.get("axes", axes)
+        del f[path]
+        ds = f.create_dataset(path, data=np.full(shape, fill, dtype))
+        if hook_ is not None:
+            ds.attrs["hook"], ds.attrs["axes"] = hook_, axes_
+    return edit
+
+
+trace("logits_T0.h5", replace("step_0000/logits", (1, 0, 8)))
+trace("logits_V0.h5", replace("step_0001/logits", (1, 1, 0)))
+trace("input_ids_empty.h5", replace("step_0000/tokens/input_ids", (1, 0), "i4"))
+trace("generated_ids_B3.h5", replace("generated_ids", (3, 2), "i4", fill=5))
+trace("input_ids_nan.h5", replace("step_0000/tokens/input_ids", (1, 3), "f4", fill=np.nan))
+trace("step_T_2e31.h5", lambda f: f["step_0001"].attrs.__setitem__("T", np.int64(2**31 - 1)))
+trace("n_steps_2e40.h5", lambda f: f.attrs.__setitem__("n_steps", np.int64(1 << 40)))
+trace("format_version_nan.h5", lambda f: f.attrs.__setitem__("format_version", np.float64(np.nan)))
+trace("external_link.h5", lambda f: f["step_0000"].__setitem__("lens", h5py.ExternalLink("small.h5", "/step_0000")))
+
+
+def step_linked_twice(f):
+    del f["step_0001"]
+    f["step_0001"] = f["step_0000"]
+
+
+trace("step_linked_twice.h5", step_linked_twice)
 print("seeds in", OUT)

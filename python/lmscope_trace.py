@@ -36,6 +36,69 @@ JSON_ATTRS = ("config_json", "prompts", "missing_hooks", "eos_token_ids", "stop_
 _STEP_RE = re.compile(r"^step_(\d+)$")
 
 
+# A dataset whose shape claims more than the file stores for it (an unallocated 2^36-element
+# dataset) is refused before numpy allocates it. A filtered (compressed) dataset may hold up to
+# this many times its stored bytes: deflate's best ratio on zeros is about 1030.
+_MAX_COMPRESSION = 1100
+
+
+class _Missing(KeyError):
+    """A hook, step or row the caller asked for that the trace does not have (the API's
+    KeyError); any other failure on a damaged file becomes one ValueError (_damaged)."""
+
+
+def _damaged(method):
+    """Public methods raise ValueError, in one line naming the file, for a damaged or hostile
+    trace (h5py's KeyError/OSError on a broken link, RecursionError, AttributeError on an
+    attribute of the wrong type, MemoryError...), and only _Missing as KeyError."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (_Missing, ValueError, IndexError, FileNotFoundError, ImportError):
+            raise
+        except Exception as e:   # noqa: BLE001 - every other failure is the file's
+            msg = str(e).replace("\n", " ")
+            raise ValueError("'%s': a damaged trace (%s: %s)" % (self.path, type(e).__name__, msg)) from None
+    return wrapper
+
+
+def _read(ds: h5py.Dataset, where: str) -> np.ndarray:
+    """A numeric dataset's values, after checking what the file says about it: a value at all
+    (not a null dataspace), numbers, and no more bytes than the file stores for it."""
+    if ds.shape is None:
+        raise ValueError("%s: a null dataspace (no value)" % where)
+    if ds.dtype.kind not in "iuf":
+        raise ValueError("%s: %s values, not numbers" % (where, ds.dtype))
+    stored = ds.id.get_storage_size()
+    limit = stored * (_MAX_COMPRESSION if ds.compression or ds.chunks else 1)
+    if ds.size and ds.nbytes > limit:
+        raise ValueError("%s: shape %s needs %d bytes but the file stores %d"
+                         % (where, tuple(ds.shape), ds.nbytes, stored))
+    return ds[()]
+
+
+def _refuse_external_links(root: h5py.Group, path: str) -> None:
+    """lmscope never writes an external link; following one would show another file's data
+    (or block on a FIFO it names). Looked at without following it; each group visited once."""
+    seen, todo = set(), [root]
+    while todo:
+        g = todo.pop()
+        for name in g:
+            link = g.get(name, getlink=True)
+            if isinstance(link, h5py.ExternalLink):
+                raise ValueError("'%s' %s/%s: an external link (into another file); traces never "
+                                 "hold one" % (path, g.name.rstrip("/"), name))
+            obj = g.get(name)
+            if isinstance(obj, h5py.Group):
+                key = h5py.h5o.get_info(obj.id).addr   # the group itself, whatever link led to it
+                if key not in seen:
+                    seen.add(key)
+                    todo.append(obj)
+
+
 class HookValue(NamedTuple):
     """One hook's value: the array as stored and its axis names (the dataset's `axes`)."""
     values: np.ndarray
@@ -155,6 +218,7 @@ class Trace:
     Keeps the file open until close() (or use it as a context manager).
     """
 
+    @_damaged
     def __init__(self, path: Union[str, os.PathLike]):
         self.path = os.fspath(path)
         if not os.path.exists(self.path):
@@ -181,6 +245,7 @@ class Trace:
             if version not in FORMAT_VERSIONS:   # a newer layout would read as wrong values
                 raise ValueError("'%s' has format_version %r; this reader reads %s"
                                  % (self.path, version, ", ".join(map(str, FORMAT_VERSIONS))))
+            _refuse_external_links(self._f, self.path)
         except Exception:
             self._f.close()
             raise
@@ -217,6 +282,7 @@ class Trace:
 
     # ---- root ----------------------------------------------------------------------------
     @property
+    @_damaged
     def attrs(self) -> dict:
         """Root attributes as plain Python; the JSON ones (config_json, prompts, missing_hooks,
         eos_token_ids, stop_strings, stop_reasons) parsed from their text; arrays (gqa_map) stay
@@ -235,15 +301,17 @@ class Trace:
         return self._attrs
 
     @property
+    @_damaged
     def config(self) -> dict:
         """The model's config.json (the parsed `config_json` attribute); {} when absent."""
         c = self.attrs.get("config_json")
         return c if isinstance(c, dict) else {}
 
     @property
+    @_damaged
     def generated_ids(self) -> np.ndarray:
         """int32 [B, N]: the N new tokens of each row (finished rows hold pad_token_id)."""
-        return self._f["generated_ids"][()]
+        return _read(self._f["generated_ids"], "'%s' generated_ids" % self.path)
 
     @property
     def steps(self) -> List[int]:
@@ -254,13 +322,14 @@ class Trace:
         try:
             return self._f[self._step_groups[int(step)]]
         except KeyError:
-            raise KeyError("no step %r in '%s' (steps: %s)" % (step, self.path, self._steps_text())) from None
+            raise _Missing("no step %r in '%s' (steps: %s)" % (step, self.path, self._steps_text())) from None
 
     def _steps_text(self) -> str:
         s = self.steps
         return "none" if not s else ("%d..%d" % (s[0], s[-1]) if s == list(range(s[0], s[-1] + 1))
                                      else ", ".join(map(str, s)))
 
+    @_damaged
     def step_info(self, step: int) -> dict:
         """The step group's attributes (step, phase, use_cache, past_length, T, S), plus the
         sampling settings under 'sample' when the step has a /sample group."""
@@ -285,6 +354,7 @@ class Trace:
             self._hooks_cache[step] = sorted(names, key=_order_key)
         return self._hooks_cache[step]
 
+    @_damaged
     def hooks(self, step: Optional[int] = None) -> List[str]:
         """Dotted hook names present in `step` (all steps when None), in forward order."""
         if step is not None:
@@ -301,9 +371,10 @@ class Trace:
         if not isinstance(obj, h5py.Dataset):
             close = difflib.get_close_matches(name, self._step_hooks(step), n=3)
             hint = ("; did you mean %s?" % ", ".join(close)) if close else ""
-            raise KeyError("no hook %r in step %d of '%s'%s" % (name, int(step), self.path, hint))
+            raise _Missing("no hook %r in step %d of '%s'%s" % (name, int(step), self.path, hint))
         return obj
 
+    @_damaged
     def hook(self, name: str, step: int = 0, xarray: bool = False):
         """The value of hook `name` (dotted, docs/hooks.md) at `step`.
 
@@ -316,7 +387,7 @@ class Trace:
         if _py(ds.attrs.get("rows")) == KV_APPENDED:
             values, axes_attr = self._kv_cache(name, int(step)), "B,Hkv,S,hd"
         else:
-            values, axes_attr = ds[()], _py(ds.attrs.get("axes", ""))
+            values, axes_attr = _read(ds, "'%s' step %d %s" % (self.path, int(step), name)), _py(ds.attrs.get("axes", ""))
         axes = tuple(a for a in axes_attr.split(",") if a) if axes_attr else ()
         if len(axes) != np.ndim(values):   # no/odd axes attribute: never guess from the name
             axes = tuple("dim_%d" % i for i in range(np.ndim(values)))
@@ -340,12 +411,12 @@ class Trace:
             where = "'%s' step %d %s" % (self.path, s, name)
             try:
                 ds = self._dataset(name, s)
-            except KeyError:
+            except _Missing:
                 raise ValueError("%s: missing, so the cache of step %d cannot be rebuilt (each step "
                                  "stores only the rows it appended)" % (where, step)) from None
             if _py(ds.attrs.get("rows")) != KV_APPENDED or "first_position" not in ds.attrs:
                 raise ValueError("%s: not appended cache rows with a first_position" % where)
-            rows, first = ds[()], int(_py(ds.attrs["first_position"]))
+            rows, first = _read(ds, where), int(_py(ds.attrs["first_position"]))
             if rows.ndim != 4:
                 raise ValueError("%s: appended cache rows must be [B,Hkv,T,hd]" % where)
             filled = 0 if cache is None else cache.shape[2]
@@ -364,11 +435,13 @@ class Trace:
         self._kv[name] = (step, cache, S)
         return cache[:, :, :S].copy()
 
+    @_damaged
     def hook_attrs(self, name: str, step: int = 0) -> dict:
         """All attributes of hook `name`'s dataset at `step` (`hook`, `axes`, and any a producer
         adds, e.g. `rows = last` on logits kept for the last position only)."""
         return {k: _py(v) for k, v in self._dataset(name, step).attrs.items()}
 
+    @_damaged
     def as_transformer_lens(self, step: int = 0) -> Dict[str, np.ndarray]:
         """This step's hooks that have a TransformerLens name, keyed by it (docs/hooks.md):
         'hook_embed', 'blocks.3.hook_resid_pre', 'blocks.3.attn.hook_pattern',
@@ -391,7 +464,7 @@ class Trace:
             tl = tl_name(name)
             if tl is None:
                 continue
-            values = self._dataset(name, step)[()]
+            values = _read(self._dataset(name, step), "'%s' step %d %s" % (self.path, int(step), name))
             rest = name.split(".", 2)[2] if name.startswith("layers.") else name
             if rest in _TL_TRANSPOSE and values.ndim == 4:
                 values = np.ascontiguousarray(values.transpose(0, 2, 1, 3))
@@ -399,6 +472,7 @@ class Trace:
         return out
 
     # ---- tokens --------------------------------------------------------------------------
+    @_damaged
     def tokens(self, row: int = 0) -> List[Union[str, int]]:
         """Row `row`'s prompt tokens: the readable pieces from /tokenizer/row_B/pieces when the
         trace has them (str, one per id), else its ids (int): /tokenizer/row_B/ids, or the
@@ -415,6 +489,7 @@ class Trace:
             raise IndexError("no row %r in '%s' (%d prompt rows)" % (row, self.path, n))
         return [int(i) for i in prompts[int(row)]]
 
+    @_damaged
     def labels(self, row: int = 0, step: int = 0, pad: str = "<pad>") -> List[str]:
         """One label per KEY position of `step` (S of them; the queries are the last T), for
         plots: the token's piece where /tokenizer/row_B has it, else its id; `pad` where
@@ -445,6 +520,7 @@ class Trace:
         return [pad if mask is not None and mask[i] == 0 else names.get(int(t), str(int(t)))
                 for i, t in enumerate(ids)]
 
+    @_damaged
     def tokenizer(self, row: int = 0) -> dict:
         """Everything under /tokenizer/row_B as a dict of name -> str / list / array
         (merges/* keyed 'merges/left' ...); {} when the trace has no tokenizer record."""

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "io/hdf5_deadline.h"
 #include "tokenizer/ids_text.h"
 
 namespace lmscope::cli {
@@ -39,8 +40,9 @@ inline int usage_error(const char* tool, std::string what) {
 
 // Parses the command line (in place of CLI11_PARSE, whose errors are two lines without the
 // tool's name and exit 104/105...). nullopt: go on; otherwise the tool's exit code: 0 after
-// --help, 2 after a usage error.
+// --help, 2 after a usage error. Also names the tool in the HDF5 read deadline's line.
 inline std::optional<int> parse(CLI::App& app, int argc, char** argv, const char* tool) {
+  h5::set_read_deadline_tool(tool, 1);   // a libhdf5 read past its deadline: "<tool>: error: ..."
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -70,6 +72,13 @@ inline CLI::Validator finite_float() {
         return "";
       },
       "FINITE");
+}
+
+// For an option naming a file to write: an empty path is a usage error (it was ignored). The
+// target itself is checked by the writer (io/output_target.h).
+inline CLI::Validator output_path() {
+  return CLI::Validator([](std::string& s) -> std::string { return s.empty() ? "an empty path names no file" : ""; },
+                        "FILE");
 }
 
 // Runs a tool body; any exception becomes one line on stderr and exit code 1.

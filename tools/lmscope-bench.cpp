@@ -39,6 +39,8 @@
 #endif
 #include "generate/generator.h"
 #include "io/gguf.h"
+#include "io/output_target.h"
+#include "io/text_file.h"
 #include "model/load_model.h"
 #include "model/random_weights.h"
 #include "tools/cli_common.h"
@@ -259,21 +261,22 @@ int main(int argc, char** argv) {
                "with a .gguf --model: time dequantizing its quantized tensors and load_model instead of generating");
   app.add_flag("--kernels", kernels,
                "with a .gguf --model: time each block-matmul implementation over a decode step's weights");
-  app.add_option("--json", json_out, "also write the figures as JSON to this file");
+  app.add_option("--json", json_out, "also write the figures as JSON to this file")->check(cli::output_path());
   if (auto code = cli::parse(app, argc, argv, "lmscope-bench")) return *code;
 
   return cli::run_tool("lmscope-bench", [&] {
     if (repeats < 1) throw std::runtime_error("--repeats must be at least 1");
+    if (!json_out.empty()) require_output_target(json_out);
     if (dequant) {
       if (!is_gguf_path(model) && !is_gguf_file(model)) throw std::runtime_error("--dequant needs a .gguf --model");
       nlohmann::json report = dequant_bench(model, repeats);
-      if (!json_out.empty()) std::ofstream(json_out) << report.dump(2) << "\n";
+      if (!json_out.empty()) write_file_atomic(json_out, report.dump(2) + "\n");
       return 0;
     }
     if (kernels) {
       if (!is_gguf_path(model) && !is_gguf_file(model)) throw std::runtime_error("--kernels needs a .gguf --model");
       nlohmann::json report = kernels_bench(model, repeats);
-      if (!json_out.empty()) std::ofstream(json_out) << report.dump(2) << "\n";
+      if (!json_out.empty()) write_file_atomic(json_out, report.dump(2) + "\n");
       return 0;
     }
     auto backend = make_backend(backend_name, dtype, cpu_activations);   // first: no device fails before the weights are made
@@ -350,9 +353,7 @@ int main(int argc, char** argv) {
                        {"prefill_runs", pre[which]}, {"decode_runs", dec[which]}};
     }
     if (roofline) report["roofline"] = decode_roofline(cfg, *backend, batch, prompt_len, decode, median(dec[names[0]]));
-    if (!json_out.empty()) {
-      std::ofstream(json_out) << report.dump(2) << "\n";
-    }
+    if (!json_out.empty()) write_file_atomic(json_out, report.dump(2) + "\n");
     return 0;
   });
 }

@@ -17,6 +17,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "io/output_target.h"
+#include "io/regular_file.h"
+#include "io/text_file.h"
 #include "tokenizer/bpe_train.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/encode_trace.h"
@@ -28,14 +31,6 @@
 using namespace lmscope;
 
 namespace {
-
-std::string read_file(const std::string& path, const std::string& option) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(option + ": cannot read '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string quoted(const std::string& readable) { return "\"" + readable + "\""; }
 
@@ -102,7 +97,8 @@ void print_trace(const tok::Tokenizer& t, const EncodeTrace& tr, bool steps) {
 
 // --train: learns `merges` merges, one line each (columns: docs/tokenizer.md, "Training").
 int train(const std::string& corpus_path, int merges, const std::string& watch, bool steps, const std::string& save) {
-  tok::BpeTrainer tr(read_file(corpus_path, "--train"), corpus_path);
+  if (!save.empty()) require_output_target(save);   // before the training, not after it
+  tok::BpeTrainer tr(read_regular_file(corpus_path, "--train"), corpus_path);
   auto bytes = [&tr](int32_t id) { return tr.token_bytes(id); };
   std::printf("corpus: %s, %zu lines, %lld words (%zu different)\n", corpus_path.c_str(), tr.lines(),
               (long long)tr.total_words(), tr.distinct_words());
@@ -138,9 +134,7 @@ int train(const std::string& corpus_path, int merges, const std::string& watch, 
               tr.vocab_size() - 256, tr.vocab_size());
   if (!watch.empty()) std::printf("watch after %d merges: %s\n", learned, watched_line().c_str());
   if (!save.empty()) {
-    std::ofstream out(save, std::ios::binary);
-    out << tr.tokenizer_json().dump(1) << "\n";
-    if (!out.flush()) throw std::runtime_error("--save: cannot write '" + save + "'");
+    write_file_atomic(save, tr.tokenizer_json().dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     std::printf("wrote %s (a tokenizer.json: lmscope-bpe --tokenizer and HF tokenizers load it)\n", save.c_str());
   }
   return 0;
@@ -205,7 +199,7 @@ int main(int argc, char** argv) {
   app.add_option("--train", train_path, "learn byte-level BPE merges from this text file (UTF-8, one text a line)");
   app.add_option("--merges", merges, "with --train: how many merges to learn")->capture_default_str();
   app.add_option("--watch", watch, "with --train: show this text's symbols whenever a merge changes them");
-  app.add_option("--save", save, "with --train: write the learned tokenizer as a tokenizer.json");
+  app.add_option("--save", save, "with --train: write the learned tokenizer as a tokenizer.json")->check(cli::output_path());
   app.footer(R"(Encoding output, per pre-tokenized word [i]:
   symbols: the word's bytes, one symbol each ("\xE4" is a byte that is part of a character)
   N. "a" + "b" -> "ab"   rank R, at P
@@ -249,14 +243,14 @@ int main(int argc, char** argv) {
     }
     const bool has_text = text_opt->count() > 0;
     if (!file.empty() && has_text) throw std::runtime_error("give either TEXT or --file, not both");
-    if (!file.empty()) text = read_file(file, "--file");
+    if (!file.empty()) text = read_regular_file(file, "--file");
     bool add_special = !no_special;
     if (chat || !chat_json.empty()) {
       std::vector<tok::ChatMessage> messages;
-      if (!chat_json.empty()) messages = tok::parse_chat_json(read_file(chat_json, "--chat-json"), chat_json);
+      if (!chat_json.empty()) messages = tok::parse_chat_json(read_regular_file(chat_json, "--chat-json"), chat_json);
       if (!system.empty()) messages.insert(messages.begin(), {"system", system});
       if (chat && (!text.empty() || messages.empty())) messages.push_back({"user", text});
-      std::string tmpl = chat_template_file.empty() ? "" : read_file(chat_template_file, "--chat-template");
+      std::string tmpl = chat_template_file.empty() ? "" : read_regular_file(chat_template_file, "--chat-template");
       text = tok::format_chat(t, messages, !no_gen, tok::parse_chat_format(chat_format), tmpl);
       add_special = false;   // as apply_chat_template(tokenize=True): the template has them
     } else if (file.empty() && !has_text && !do_bench) {

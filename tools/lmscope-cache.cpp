@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   std::string svg;
   app.add_option("--prompt-len", prompt_len, "a synthetic prompt of this many token ids (seeded) instead of --prompt");
   app.add_option("--prompt-seed", prompt_seed, "seed of the synthetic prompt")->capture_default_str();
-  app.add_option("--max-new-tokens", opt.max_new_tokens, "tokens to generate (greedy)")->capture_default_str();
+  app.add_option("--max-new-tokens", opt.max_new_tokens, "tokens to generate (greedy)")->check(CLI::Range(1, 1 << 30))->capture_default_str();
   app.add_option("--fault", fault, "plant a bug in the cached path: none, position, append, mask")->capture_default_str();
   app.add_option("--hooks", opt.hooks, "hooks compared (globs, docs/hooks.md)")->capture_default_str();
   app.add_option("--layers", opt.layers, "layer ranges for layers.* and kv.* hooks, e.g. 0-3,7");

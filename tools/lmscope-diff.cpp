@@ -22,6 +22,7 @@
 #include "trace/select.h"
 #include "trace/trace_reader.h"
 #include "tools/cli_common.h"
+#include "tools/contained.h"
 
 int main(int argc, char** argv) {
   using namespace lmscope;
@@ -52,87 +53,91 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   app.add_option("--top-k", top_k, "with --kl-temperature: how many top ids of each side to show")->check(CLI::Range(1, 100));
   if (auto code = cli::parse(app, argc, argv, "lmscope-diff")) return *code;
+  h5::set_read_deadline_tool("lmscope-diff", 2);   // bad input, as for any unreadable trace: 1 means "traces differ"
 
-  CompareOptions opts;
-  std::unique_ptr<TraceReader> a, b;
-  try {
-    if (!tol_file.empty()) opts.tolerances.load_overrides(tol_file);
-    if (!hooks.empty()) opts.hook_globs = split_list(hooks);
-    opts.layers = layers;
-    if (!steps.empty()) opts.steps = parse_ranges(steps);
-    a = std::make_unique<TraceReader>(path_a);
-    b = std::make_unique<TraceReader>(path_b);
-  } catch (const std::exception& e) {
-    std::cerr << "lmscope-diff: error: " << e.what() << "\n";
-    return 2;
-  }
-  if (!temperatures.empty()) {
+  // A crash inside libhdf5 on a damaged trace: one line from the parent, exit 2 (tools/contained.h).
+  return cli::run_contained("lmscope-diff", path_a + "' or '" + path_b, 2, [&]() -> int {
+    CompareOptions opts;
+    std::unique_ptr<TraceReader> a, b;
     try {
-      check_temperatures(temperatures);
-      auto need = [](const TraceReader& t, const std::string& hook) {
-        if (!t.has_hook(0, hook)) throw std::runtime_error("'" + t.path() + "' step 0 has no " + hook);
-        return t.read(0, hook);
-      };
-      const DistillReport r = distill(need(*b, "logits"), need(*a, "logits"), need(*b, "tokens.input_ids"),
-                                      need(*a, "tokens.input_ids"), temperatures, top_k);
-      std::cout << (json ? distill_json(r, path_b, path_a) + "\n" : distill_text(r, path_b, path_a));
-      return 0;
+      if (!tol_file.empty()) opts.tolerances.load_overrides(tol_file);
+      if (!hooks.empty()) opts.hook_globs = split_list(hooks);
+      opts.layers = layers;
+      if (!steps.empty()) opts.steps = parse_ranges(steps);
+      a = std::make_unique<TraceReader>(path_a);
+      b = std::make_unique<TraceReader>(path_b);
     } catch (const std::exception& e) {
       std::cerr << "lmscope-diff: error: " << e.what() << "\n";
       return 2;
     }
-  }
-  AlignOptions al;
-  std::string align_note;
-  try {
-    if (ref_row >= 0 && row < 0) throw std::runtime_error("--ref-row needs --row");
-    if (row >= 0) {
-      auto rows_of = [](const TraceReader& t) -> int64_t {
-        if (t.has_generated_ids()) return t.generated_ids().shape.at(0);
-        if (t.n_steps() > 0 && t.has_hook(0, "tokens.input_ids")) return t.read(0, "tokens.input_ids").shape.at(0);
-        return 1;
-      };
-      const int64_t ra = rows_of(*a), rb = rows_of(*b);
-      al.row_a = row;
-      al.row_ref = ref_row >= 0 ? ref_row : (rb == 1 ? 0 : row);
-      if (al.row_a >= ra) throw std::runtime_error("--row " + std::to_string(row) + ": A has " + std::to_string(ra) + " rows");
-      if (al.row_ref >= rb)
-        throw std::runtime_error("--ref-row " + std::to_string(al.row_ref) + ": the reference has " + std::to_string(rb) + " rows");
-      align_note = "row " + std::to_string(al.row_a) + " of A (pads stripped) vs row " + std::to_string(al.row_ref) +
-                   " of the reference";
+    if (!temperatures.empty()) {
+      try {
+        check_temperatures(temperatures);
+        auto need = [](const TraceReader& t, const std::string& hook) {
+          if (!t.has_hook(0, hook)) throw std::runtime_error("'" + t.path() + "' step 0 has no " + hook);
+          return t.read(0, hook);
+        };
+        const DistillReport r = distill(need(*b, "logits"), need(*a, "logits"), need(*b, "tokens.input_ids"),
+                                        need(*a, "tokens.input_ids"), temperatures, top_k);
+        std::cout << (json ? distill_json(r, path_b, path_a) + "\n" : distill_text(r, path_b, path_a));
+        return 0;
+      } catch (const std::exception& e) {
+        std::cerr << "lmscope-diff: error: " << e.what() << "\n";
+        return 2;
+      }
     }
-    bool auto_last = false;
-    if (!no_align && !last_position && a->has_root_attr("use_cache") && b->has_root_attr("use_cache"))
-      auto_last = a->root_attr_int("use_cache") != b->root_attr_int("use_cache");
-    al.last_position = last_position || auto_last;
-    if (al.last_position)
-      align_note += std::string(align_note.empty() ? "" : "; ") +
-                    "cached vs uncached: last position of each step, kv.* vs the uncached k_rope / v" +
-                    (auto_last ? " (automatic: use_cache differs)" : "");
-  } catch (const std::exception& e) {
-    std::cerr << "lmscope-diff: error: " << e.what() << "\n";
-    return 2;
-  }
-  CompareReport rep;
-  try {
-    rep = compare_aligned(*a, *b, opts, al);
-  } catch (const std::exception& e) {
-    // A trace that opened but cannot be read through (a corrupt dataset) is bad input too.
-    std::cerr << "lmscope-diff: error: " << e.what() << "\n";
-    return 2;
-  }
-  if (json) {
-    std::string j = report_json(rep);
-    if (!align_note.empty())   // one more field, first: how the traces were aligned
-      j = "{\"alignment\": " + nlohmann::json(align_note).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ",\n " + j.substr(1);
-    std::cout << j << "\n";
-  } else {
-    if (!align_note.empty()) std::cout << "aligned: " << align_note << "\n";
-    // A counterfactual pair (docs/interventions.md): say which side was edited, and how.
-    for (const TraceReader* t : {a.get(), b.get()})
-      if (const std::string iv = interventions_line(*t); !iv.empty()) std::cout << t->path() << ": " << iv << "\n";
-    std::cout << report_text(rep, all);
-  }
-  std::cout.flush();
-  return rep.pass ? 0 : 1;
+    AlignOptions al;
+    std::string align_note;
+    try {
+      if (ref_row >= 0 && row < 0) throw std::runtime_error("--ref-row needs --row");
+      if (row >= 0) {
+        auto rows_of = [](const TraceReader& t) -> int64_t {
+          if (t.has_generated_ids()) return t.generated_ids().shape.at(0);
+          if (t.n_steps() > 0 && t.has_hook(0, "tokens.input_ids")) return t.read(0, "tokens.input_ids").shape.at(0);
+          return 1;
+        };
+        const int64_t ra = rows_of(*a), rb = rows_of(*b);
+        al.row_a = row;
+        al.row_ref = ref_row >= 0 ? ref_row : (rb == 1 ? 0 : row);
+        if (al.row_a >= ra) throw std::runtime_error("--row " + std::to_string(row) + ": A has " + std::to_string(ra) + " rows");
+        if (al.row_ref >= rb)
+          throw std::runtime_error("--ref-row " + std::to_string(al.row_ref) + ": the reference has " + std::to_string(rb) + " rows");
+        align_note = "row " + std::to_string(al.row_a) + " of A (pads stripped) vs row " + std::to_string(al.row_ref) +
+                     " of the reference";
+      }
+      bool auto_last = false;
+      if (!no_align && !last_position && a->has_root_attr("use_cache") && b->has_root_attr("use_cache"))
+        auto_last = a->root_attr_int("use_cache") != b->root_attr_int("use_cache");
+      al.last_position = last_position || auto_last;
+      if (al.last_position)
+        align_note += std::string(align_note.empty() ? "" : "; ") +
+                      "cached vs uncached: last position of each step, kv.* vs the uncached k_rope / v" +
+                      (auto_last ? " (automatic: use_cache differs)" : "");
+    } catch (const std::exception& e) {
+      std::cerr << "lmscope-diff: error: " << e.what() << "\n";
+      return 2;
+    }
+    CompareReport rep;
+    try {
+      rep = compare_aligned(*a, *b, opts, al);
+    } catch (const std::exception& e) {
+      // A trace that opened but cannot be read through (a corrupt dataset) is bad input too.
+      std::cerr << "lmscope-diff: error: " << e.what() << "\n";
+      return 2;
+    }
+    if (json) {
+      std::string j = report_json(rep);
+      if (!align_note.empty())   // one more field, first: how the traces were aligned
+        j = "{\"alignment\": " + nlohmann::json(align_note).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ",\n " + j.substr(1);
+      std::cout << j << "\n";
+    } else {
+      if (!align_note.empty()) std::cout << "aligned: " << align_note << "\n";
+      // A counterfactual pair (docs/interventions.md): say which side was edited, and how.
+      for (const TraceReader* t : {a.get(), b.get()})
+        if (const std::string iv = interventions_line(*t); !iv.empty()) std::cout << t->path() << ": " << iv << "\n";
+      std::cout << report_text(rep, all);
+    }
+    std::cout.flush();
+    return rep.pass ? 0 : 1;
+  });
 }

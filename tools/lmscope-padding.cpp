@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   PaddingOptions opt;
   std::string modes = "left,right_hf,right_aware,left_colpos", tol_file, svg_out;
   bool json = false;
-  app.add_option("--max-new-tokens", opt.max_new_tokens, "tokens to generate (greedy)")->capture_default_str();
+  app.add_option("--max-new-tokens", opt.max_new_tokens, "tokens to generate (greedy)")->check(CLI::Range(1, 1 << 30))->capture_default_str();
   app.add_option("--modes", modes, "comma-separated: left, right_hf, right_aware, left_colpos")->capture_default_str();
   app.add_option("--out-dir", opt.out_dir, "directory for the traces (solo_<row>.h5, <mode>.h5), divergence.svg and padding.svg")
       ->required();

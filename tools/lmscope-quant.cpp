@@ -13,6 +13,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "io/output_target.h"
+#include "io/regular_file.h"
+#include "io/text_file.h"
 #include "quant/error_svg.h"
 #include "quant/quant_run.h"
 #include "tools/cli_common.h"
@@ -22,17 +25,9 @@ using namespace lmscope;
 
 namespace {
 
-std::string read_file(const std::string& path, const char* option) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error(std::string(option) + ": cannot read '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 // One prompt per non-blank line.
 std::vector<std::string> calibration_lines(const std::string& path) {
-  std::istringstream in(read_file(path, "--calibrate"));
+  std::istringstream in(read_regular_file(path, "--calibrate"));
   std::vector<std::string> out;
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -59,7 +54,7 @@ int main(int argc, char** argv) {
   app.add_flag("--keep-norms-float,!--quantize-norms", keep_norms,
                "keep RMSNorm weights float32 (default); --quantize-norms puts them through the weight scheme too");
   app.add_flag("--json", json, "print one JSON object");
-  app.add_option("--svg", svg, "write the error-vs-layer figure to this SVG file");
+  app.add_option("--svg", svg, "write the error-vs-layer figure to this SVG file")->check(cli::output_path());
   std::string trace_prefix;
   app.add_option("--trace-prefix", trace_prefix,
                  "also write P.float32.h5 and P.<scheme>.h5: the text's prefill traced (tokens, logits), "
@@ -68,12 +63,13 @@ int main(int argc, char** argv) {
 
   return cli::run_tool("lmscope-quant", [&] {
     // Input errors that need no model.
+    if (!svg.empty()) require_output_target(svg);
     std::vector<quant::SchemeSpec> schemes;
     for (const std::string& s : scheme_args) schemes.push_back(quant::parse_scheme(s));
     std::vector<std::string> calib_text;
     if (!calibrate.empty()) calib_text = calibration_lines(calibrate);
     if (!text_file.empty()) {
-      margs.prompts.push_back(read_file(text_file, "--text-file"));
+      margs.prompts.push_back(read_regular_file(text_file, "--text-file"));
       if (margs.prompts.back().empty()) throw std::runtime_error("--text-file: '" + text_file + "' is empty");
     }
     if (margs.prompts.size() + margs.prompt_ids.size() != 1)
@@ -108,11 +104,7 @@ int main(int argc, char** argv) {
       }
       return "#" + std::to_string(id);
     };
-    if (!svg.empty()) {
-      std::ofstream f(svg);
-      f << quant::error_by_layer_svg(r, "Quantization error by layer: " + margs.model);
-      if (!f) throw std::runtime_error("--svg: cannot write '" + svg + "'");
-    }
+    if (!svg.empty()) write_file_atomic(svg, quant::error_by_layer_svg(r, "Quantization error by layer: " + margs.model));
     std::cout << (json ? quant::quant_report_json(r, piece) + "\n" : quant::quant_report_text(r, piece));
     return 0;
   });

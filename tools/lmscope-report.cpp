@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "io/output_target.h"
 #include "io/text_file.h"
 #include "report/attention_summary.h"
 #include "report/report_data.h"
@@ -20,6 +21,7 @@
 #include "trace/select.h"
 #include "trace/trace_reader.h"
 #include "tools/cli_common.h"
+#include "tools/contained.h"
 #include "tools/model_args.h"
 
 using namespace lmscope;
@@ -30,7 +32,7 @@ int main(int argc, char** argv) {
   int top_k = 10, layer = 0, head = 0, step = 0, row = 0, query = -1;
   bool summary = false;
   app.add_option("trace", trace_path, "trace file written by lmscope-trace or lmscope-hf-trace")->required();
-  app.add_option("-o,--out", out, "the HTML page (or, with --svg, the SVG picture) to write");
+  app.add_option("-o,--out", out, "the HTML page (or, with --svg, the SVG picture) to write")->check(cli::output_path());
   app.add_flag("--summary", summary, "print each head's most-attended key token at --step, --row, --query instead of writing a file");
   app.add_option("--query", query, "--summary: the query position within the step (default: the last)");
   app.add_option("--layers", layers, "layers whose attention heatmaps the page holds, e.g. 0-3,29 (default: up to 5, spread)");
@@ -49,7 +51,8 @@ int main(int argc, char** argv) {
 
   if (out.empty() == !summary) return cli::usage_error("lmscope-report", "give -o FILE, or --summary");
 
-  return cli::run_tool("lmscope-report", [&] {
+  // A crash inside libhdf5 on a damaged trace: one line from the parent (tools/contained.h).
+  return cli::run_contained("lmscope-report", trace_path, 1, [&] {
     ReportOptions opt;
     opt.top_k = top_k;
     try {
@@ -59,6 +62,7 @@ int main(int argc, char** argv) {
       throw std::runtime_error(std::string("--layers/--steps: ") + e.what());
     }
     if (svg == "attention") opt.layers = {layer}, opt.steps = {step};
+    if (!out.empty()) require_output_target(out);   // before reading the trace
     TraceReader tr(trace_path);
     // The tokenizer gives the generated tokens' pieces; without one they show as "#id".
     std::optional<tok::Tokenizer> tokenizer;

@@ -14,6 +14,7 @@
 #include "intervene/record.h"
 #include "trace/trace_reader.h"
 #include "tools/cli_common.h"
+#include "tools/contained.h"
 #include "tools/model_args.h"
 
 using namespace lmscope;
@@ -29,7 +30,8 @@ int main(int argc, char** argv) {
   app.add_option("--row", row, "the batch row whose layers are drawn")->capture_default_str();
   if (auto code = cli::parse(app, argc, argv, "lmscope-step")) return *code;
 
-  return cli::run_tool("lmscope-step", [&] {
+  // A crash inside libhdf5 on a damaged trace: one line from the parent (tools/contained.h).
+  return cli::run_contained("lmscope-step", trace_path, 1, [&] {
     TraceReader tr(trace_path);
     const ModelConfig cfg = trace_model_config(tr);
     const int rows = trace_rows(tr);

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   SamplingConfig sc;
   margs.add_to(app);
   app.add_option("--padding-side", padding, "left or right")->capture_default_str();
-  app.add_option("--max-new-tokens", max_new, "tokens to generate")->capture_default_str();
+  app.add_option("--max-new-tokens", max_new, "tokens to generate")->check(CLI::Range(1, 1 << 30))->capture_default_str();
   app.add_flag("--no-cache", no_cache, "recompute the whole sequence every step (HF use_cache=False)");
   cli::add_sampling_options(app, sc, /*with_do_sample=*/true);
   std::vector<std::string> stop_args, stop_strings;

@@ -39,7 +39,8 @@ struct ModelArgs {
     app.add_flag("--chat", chat, "wrap each --prompt as a user message in the chat template");
     app.add_option("--chat-format", chat_format, "template (the tokenizer's own), chatml or deepseek-r1")
         ->capture_default_str();
-    app.add_option("--pad-id", pad_override, "pad token id (default: generation_config/config, else eos)");
+    app.add_option("--pad-id", pad_override, "pad token id (default: generation_config/config, else eos)")
+        ->check(CLI::NonNegativeNumber);   // -1 was taken as "not given"
     app.add_option("--backend", backend, "cpu, cuda or auto (cuda when a device is usable)")->capture_default_str();
     app.add_option("--dtype", dtype, "compute dtype: f32, or bf16 (cuda)")->capture_default_str();
     app.add_option("--cpu-activations", cpu_activations,

@@ -2,19 +2,30 @@
 // with HF's names and meanings (generate/sampler.h, docs/sampling.md).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdlib>
 #include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "generate/sampler.h"
+#include "tokenizer/utf8.h"
 #include "tools/cli_common.h"
 
 namespace lmscope::cli {
 
-// --seed: CLI11 would wrap a negative number around to a huge uint64; refuse it instead.
+// --seed: CLI11 would wrap a negative number around to a huge uint64, and clamp 2^64 to
+// 2^64-1 without a word; refuse both instead.
 inline CLI::Validator nonnegative_seed() {
   return CLI::Validator(
-      [](std::string& s) { return s.find('-') == std::string::npos ? std::string() : "a seed must not be negative"; },
+      [](std::string& s) -> std::string {
+        if (s.find('-') != std::string::npos) return "a seed must not be negative";
+        errno = 0;
+        char* end = nullptr;
+        std::strtoull(s.c_str(), &end, 0);
+        if (errno == ERANGE) return "seed " + s + " is over 2^64-1";
+        return "";
+      },
       "NONNEGATIVE");
 }
 
@@ -72,6 +83,12 @@ inline std::string parse_stop_string(const std::string& s) {
     else throw std::invalid_argument("--stop '" + s + "': unknown escape (use \\n, \\t, \\r or \\\\)");
   }
   if (out.empty()) throw std::invalid_argument("--stop: a stop string is empty (it would never match)");
+  // As --prompt: a string that is not UTF-8 could never be the decoded text it is matched in.
+  try {
+    utf8::check(out, "--stop");
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
+  }
   return out;
 }
 

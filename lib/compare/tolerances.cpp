@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "io/regular_file.h"
 #include "trace/select.h"
 
 namespace lmscope {
@@ -44,11 +45,15 @@ void ToleranceTable::load_overrides(const std::string& json_path) {
   auto bad = [&](const std::string& why) {
     throw std::runtime_error("bad tolerance file '" + json_path + "': " + why);
   };
-  std::ifstream in(json_path);
-  if (!in) bad("cannot open it");
+  std::string text;
+  try {
+    text = read_regular_file(json_path, "tolerance file");
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("bad ") + e.what());
+  }
   nlohmann::ordered_json j;
   try {
-    j = nlohmann::ordered_json::parse(in);
+    j = nlohmann::ordered_json::parse(text);
   } catch (const std::exception& e) {
     std::string msg = e.what();
     bad(msg.substr(0, msg.find('\n')));

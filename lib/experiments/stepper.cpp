@@ -476,6 +476,10 @@ std::string Stepper::page_logits() const {
   for (int64_t b = 0; b < B; ++b) {
     const double* v = lg->values.data() + (b * T + T - 1) * V;
     double mx = *std::max_element(v, v + V), z = 0;
+    if (!std::isfinite(mx) || std::any_of(v, v + V, [](double x) { return std::isnan(x); })) {
+      o << "row " << b << ": NaN or infinite logits: no distribution to show\n";
+      continue;
+    }
     for (int64_t i = 0; i < V; ++i) z += std::exp(v[i] - mx);
     std::vector<int64_t> idx(static_cast<size_t>(V));
     std::iota(idx.begin(), idx.end(), 0);

@@ -82,6 +82,13 @@ ScoreResult score_logits(const Tensor& logits, const std::vector<std::vector<int
 
 ScoreResult score_rows(Decoder& decoder, const std::vector<std::vector<int32_t>>& rows, int32_t pad_id) {
   check_rows(rows, decoder.config().vocab_size);
+  // Positions past the model's table are RoPE angles it never saw (and each costs a row of
+  // every activation): refused, as the generator refuses them.
+  for (size_t b = 0; b < rows.size(); ++b)
+    if (decoder.config().max_position_embeddings > 0 && int64_t(rows[b].size()) > decoder.config().max_position_embeddings)
+      throw std::runtime_error("text " + std::to_string(b) + " has " + std::to_string(rows[b].size()) +
+                               " tokens, more than max_position_embeddings " +
+                               std::to_string(decoder.config().max_position_embeddings) + " (config.json)");
   // Right padding: cumsum(mask) - 1 gives each real token its position as if alone.
   const Batch batch = Batch::from_prompts(rows, PaddingSide::Right, pad_id);
   const StepInput in{batch.ids_tensor(), batch.position_ids(), batch.mask_tensor()};

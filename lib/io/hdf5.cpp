@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -344,7 +345,13 @@ int64_t Object::attr_int(const std::string& key) const {
   H5T_class_t c = H5Tget_class(ft.get());
   if (c != H5T_INTEGER && c != H5T_FLOAT) fail("attribute '" + key + "' is " + class_name(c) + ", not numeric");
   if (attr_points(*this, a.get(), ft.get(), key) != 1) fail("attribute '" + key + "' is not a single number");
-  if (c == H5T_FLOAT) return int64_t(attr_doubles(key)[0]);
+  if (c == H5T_FLOAT) {
+    // A NaN, an infinity or 1e30 has no int64 value (the cast would be undefined behaviour).
+    const double d = attr_doubles(key)[0];
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != std::floor(d))
+      fail("attribute '" + key + "' is " + std::to_string(d) + ", not an integer");
+    return int64_t(d);
+  }
   int64_t v = 0;   // read as int64 directly: doubles lose ids above 2^53
   if (H5Aread(a.get(), H5T_NATIVE_INT64, &v) < 0) fail("cannot read attribute '" + key + "'");
   return v;
@@ -509,6 +516,10 @@ bool Group::exists(const std::string& path) const {
 
 ChildKind Group::kind(const std::string& path) const {
   const ReadDeadline deadline(file_);
+  H5L_info_t link{};
+  if (H5Lget_info(id(), path.c_str(), &link, H5P_DEFAULT) >= 0 && link.type == H5L_TYPE_EXTERNAL)
+    return ChildKind::ExternalLink;
+  H5Eclear2(H5E_DEFAULT);
   // H5Oopen + H5Iget_type: the same call in HDF5 1.10 and 1.12 (H5O_info_t changed).
   Handle o(H5Oopen(id(), path.c_str(), H5P_DEFAULT), H5Oclose);
   if (!o.valid()) throw_h5(file_, child_name(path), "cannot open object");

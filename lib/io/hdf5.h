@@ -47,7 +47,10 @@ struct DatasetData {
   bool is_int = false;      // stored class is integer (ids, masks, counts)
 };
 
-enum class ChildKind { Group, Dataset, Other };
+// ExternalLink: a link into another file. lmscope never writes one, and a reader that followed
+// it would show another file's data (or block on a FIFO it names): kind() reports it without
+// following it, and TraceReader refuses a trace that holds one.
+enum class ChildKind { Group, Dataset, Other, ExternalLink };
 
 // Something that carries attributes: a group (the root included) or a dataset.
 class Object {

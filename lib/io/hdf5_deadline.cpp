@@ -22,6 +22,8 @@ std::atomic<int64_t> g_deadline_ns{0};   // 0: nothing armed
 std::atomic<int> g_depth{0};
 std::mutex g_file_mutex;
 std::string g_file;
+const char* g_tool = "lmscope";
+int g_exit_status = 1;
 
 int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
 
@@ -36,18 +38,19 @@ void watchdog() {
       file = g_file;
     }
     std::fprintf(stderr,
-                 "lmscope: libhdf5 spent more than %d s in one read of '%s': a damaged file (libhdf5 1.10.8 loops "
+                 "%s: error: libhdf5 spent more than %d s in one read of '%s': a damaged file (libhdf5 1.10.8 loops "
                  "forever on some; LMSCOPE_HDF5_READ_SECONDS sets the limit)\n",
-                 read_limit_seconds(), file.c_str());
+                 g_tool, read_limit_seconds(), file.c_str());
     std::fflush(stderr);
     // A handler on SIGTERM (trace_writer's, while a trace is being written) removes the
-    // temporary trace before the signal ends the process; without one, exit with status 1.
+    // temporary trace before the signal ends the process; without one, exit with the tool's
+    // status for bad input.
     struct sigaction cur {};
     if (::sigaction(SIGTERM, nullptr, &cur) == 0 && cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN) {
       ::kill(::getpid(), SIGTERM);
       std::this_thread::sleep_for(std::chrono::seconds(5));
     }
-    std::_Exit(1);
+    std::_Exit(g_exit_status);
   }
 }
 
@@ -62,6 +65,11 @@ int read_limit_seconds() {
     return (*end == '\0' && n >= 0 && n <= 86400) ? int(n) : 60;
   }();
   return limit;
+}
+
+void set_read_deadline_tool(const char* tool, int exit_status) {
+  g_tool = tool;
+  g_exit_status = exit_status;
 }
 
 ReadDeadline::ReadDeadline(const std::string& file) {

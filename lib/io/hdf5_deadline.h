@@ -29,4 +29,9 @@ class ReadDeadline {
 // The limit in seconds (0: none), read once from LMSCOPE_HDF5_READ_SECONDS.
 int read_limit_seconds();
 
+// How the deadline's line starts and the status it exits with: "<tool>: error: libhdf5 spent
+// ...", the tool's own exit status for bad input (lmscope-diff: 2, whose 1 means "traces
+// differ"). Default: "lmscope", 1. Call once at the start of main (not thread-safe).
+void set_read_deadline_tool(const char* tool, int exit_status);
+
 }  // namespace lmscope::h5

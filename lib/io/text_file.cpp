@@ -1,4 +1,5 @@
 #include "io/text_file.h"
+#include "io/output_target.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -13,6 +14,8 @@ namespace lmscope {
 
 void write_file_atomic(const std::string& path, const std::string& content) {
   auto fail = [&](const std::string& why) { throw std::runtime_error("cannot write '" + path + "': " + why); };
+  require_output_target(path);
+  const FileSizeSignalIgnored xfsz;   // ulimit -f: EFBIG from write(), reported below
   std::random_device rd;
   const std::string tmp = path + ".partial." + std::to_string(::getpid()) + "." + std::to_string(rd() % 1000000);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -78,7 +78,10 @@ Value Evaluator::call_function(const Expr& e) {
       fail(e.at, "range() of " + std::to_string(int64_t(count)) + " items is over the limit of " +
                      std::to_string(kMaxRangeItems));
     List l;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) l.push_back(Value(i));
+    l.reserve(size_t(count));
+    // By index, in 128 bits: `i += step` past the last item would overflow int64 (range(-2**63,
+    // 2**63-1, 2**62) has 4 items; the 5th addition wraps around).
+    for (int64_t k = 0; k < int64_t(count); ++k) l.push_back(Value(int64_t(__int128(start) + __int128(k) * step)));
     return Value(std::move(l));
   }
   if (e.name == "dict") {
@@ -183,6 +186,9 @@ Value Evaluator::filter_by_name(const std::string& f, const Value& v, const Args
   }
   if (f == "tojson") {
     Value ind = a.get(0, "indent", Value::none());
+    // Python takes any indent; a billion spaces per level is no template's intent.
+    if (!ind.is_none() && (ind.i() < 0 || ind.i() > kMaxJsonIndent))
+      fail(at, "tojson indent " + std::to_string(ind.i()) + " is not in 0.." + std::to_string(kMaxJsonIndent));
     return Value(v.to_json(ind.is_none() ? -1 : int(ind.i())));
   }
   if (f == "string") return Value(v.str());

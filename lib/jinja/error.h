@@ -17,7 +17,8 @@ namespace lmscope::jinja {
 // one-line error instead of exhausting memory or time.
 constexpr int64_t kMaxRangeItems = 1'000'000;             // range() and list +
 constexpr size_t kMaxStringBytes = size_t(64) << 20;      // any string (~, +, *, join, replace), and the output
-constexpr int64_t kMaxLoopIterations = 10'000'000;        // all {% for %} iterations of a render
+constexpr int64_t kMaxLoopIterations = 1'000'000;         // all {% for %} iterations of a render (~1 s)
+constexpr int64_t kMaxJsonIndent = 256;                     // tojson(indent=N)
 
 // Limits on a template's shape, checked while parsing: the parser, the evaluator and the
 // tree's destructor recurse once per level, so a template nested 10,000 deep (a GGUF's chat

@@ -74,6 +74,12 @@ std::string Value::repr() const {
   return "";
 }
 
+namespace {
+std::string json_too_long() {
+  return "tojson makes a string over the limit of " + std::to_string(kMaxStringBytes >> 20) + " MiB";
+}
+}  // namespace
+
 std::string Value::to_json(int indent, int depth) const {
   auto newline = [&](int d) { return indent < 0 ? std::string() : std::string("\n").append(size_t(indent * d), ' '); };
   std::string item_sep = indent < 0 ? ", " : ",";
@@ -90,15 +96,20 @@ std::string Value::to_json(int indent, int depth) const {
     case Kind::List: {
       if (l_->empty()) return "[]";
       std::string s = "[";
-      for (size_t i = 0; i < l_->size(); ++i) s += (i ? item_sep : "") + newline(depth + 1) + (*l_)[i].to_json(indent, depth + 1);
+      for (size_t i = 0; i < l_->size(); ++i) {
+        s += (i ? item_sep : "") + newline(depth + 1) + (*l_)[i].to_json(indent, depth + 1);
+        if (s.size() > kMaxStringBytes) throw ValueError(json_too_long());
+      }
       return s + newline(depth) + "]";
     }
     case Kind::Dict: case Kind::Namespace: {
       if (d_->empty()) return "{}";
       std::string s = "{";
-      for (size_t i = 0; i < d_->size(); ++i)
+      for (size_t i = 0; i < d_->size(); ++i) {
         s += (i ? item_sep : "") + newline(depth + 1) + py::json_string((*d_)[i].first) + ": " +
              (*d_)[i].second.to_json(indent, depth + 1);
+        if (s.size() > kMaxStringBytes) throw ValueError(json_too_long());
+      }
       return s + newline(depth) + "}";
     }
   }

@@ -102,6 +102,12 @@ void compare_runs(const Run& a, const Run& ref, const std::vector<int32_t>& ids,
 QuantReport run_quant(const ModelConfig& cfg, const Weights& loaded, Backend& backend, const std::vector<int32_t>& ids,
                       const std::vector<SchemeSpec>& schemes, const QuantOptions& opt) {
   if (ids.size() < 2) throw std::runtime_error("the text has " + std::to_string(ids.size()) + " token(s); at least 2 are needed");
+  const auto too_long = [&](size_t n) { return cfg.max_position_embeddings > 0 && int64_t(n) > cfg.max_position_embeddings; };
+  const std::string limit = " tokens, more than max_position_embeddings " + std::to_string(cfg.max_position_embeddings) +
+                            " (config.json)";
+  if (too_long(ids.size())) throw std::runtime_error("the text has " + std::to_string(ids.size()) + limit);
+  for (const std::vector<int32_t>& c : opt.calibration)
+    if (too_long(c.size())) throw std::runtime_error("a --calibrate prompt has " + std::to_string(c.size()) + limit);
   for (const SchemeSpec& s : schemes)
     if (s.acts == ActScheme::Static && opt.calibration.empty())
       throw std::runtime_error("--scheme " + s.name + " needs calibration prompts: give --calibrate F");

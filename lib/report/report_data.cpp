@@ -151,31 +151,31 @@ json token_section(Ctx& c, int64_t B) {
     json row;
     const std::string g = "tokenizer/row_" + std::to_string(b) + "/";
     if (c.tr.has_dataset(g + "ids")) {
-      h5::DatasetData ids = c.tr.read_dataset(g + "ids");
+      const std::vector<int32_t> ids = c.tr.read_ints(g + "ids");
       std::vector<std::string> pieces = c.tr.read_strings(g + "pieces");
       std::vector<std::string> words = c.tr.read_strings(g + "words");
       std::vector<std::string> kinds = c.tr.read_strings(g + "word_kind");
-      h5::DatasetData woff = c.tr.read_dataset(g + "word_ids_offset");
+      const std::vector<int32_t> woff = c.tr.read_ints(g + "word_ids_offset");
       row["text"] = c.tr.read_strings(g + "text").at(0);
       json jw = json::array();
-      for (size_t w = 0; w + 1 < woff.values.size() && w < words.size(); ++w) {
-        json word = {{"text", words[w]}, {"kind", kinds.at(w)}, {"first", int64_t(woff.values[w])},
-                     {"end", int64_t(woff.values[w + 1])}, {"merges", json::array()}};
-        for (int64_t i = int64_t(woff.values[w]); i < int64_t(woff.values[w + 1]) && size_t(i) < ids.values.size(); ++i) {
-          const int32_t id = int32_t(ids.values[size_t(i)]);
+      for (size_t w = 0; w + 1 < woff.size() && w < words.size(); ++w) {
+        json word = {{"text", words[w]}, {"kind", kinds.at(w)}, {"first", woff[w]},
+                     {"end", woff[w + 1]}, {"merges", json::array()}};
+        for (int64_t i = std::max(0, woff[w]); i < woff[w + 1] && size_t(i) < ids.size(); ++i) {
+          const int32_t id = ids[size_t(i)];
           c.prompt_pieces[id] = pieces.at(size_t(i));
           if (kinds[w] != "bpe") c.special_ids.insert(id);
         }
         jw.push_back(word);
       }
       if (c.tr.has_dataset(g + "merges/word")) {
-        h5::DatasetData mw = c.tr.read_dataset(g + "merges/word");
+        const std::vector<int32_t> mw = c.tr.read_ints(g + "merges/word");
         std::vector<std::string> lt = c.tr.read_strings(g + "merges/left_text");
         std::vector<std::string> rt = c.tr.read_strings(g + "merges/right_text");
         std::vector<std::string> mt = c.tr.read_strings(g + "merges/merged_text");
-        for (size_t m = 0; m < mw.values.size() && m < lt.size() && m < rt.size() && m < mt.size(); ++m) {
-          const size_t w = size_t(mw.values[m]);
-          if (w < jw.size()) jw[w]["merges"].push_back(lt[m] + " + " + rt[m] + " \u2192 " + mt[m]);
+        for (size_t m = 0; m < mw.size() && m < lt.size() && m < rt.size() && m < mt.size(); ++m) {
+          const int32_t w = mw[m];
+          if (w >= 0 && size_t(w) < jw.size()) jw[w]["merges"].push_back(lt[m] + " + " + rt[m] + " \u2192 " + mt[m]);
         }
       }
       row["words"] = jw;
@@ -430,6 +430,10 @@ json generation_section(const Ctx& c, const ReportOptions& opt, int64_t B) {
         const int64_t T = d.shape[1], V = d.shape[2];
         const double* z = d.values.data() + at(d, {b, T - 1, 0});
         const double mx = *std::max_element(z, z + V);
+        // A NaN would break the ranking's ordering (undefined behaviour in partial_sort).
+        if (!std::isfinite(mx) || std::any_of(z, z + V, [](double x) { return std::isnan(x); }))
+          throw std::runtime_error("'" + c.tr.path() + "' " + step_group_name(st) + " logits, row " + std::to_string(b) +
+                                   ": NaN or infinite logits; no next-token distribution to rank");
         double sum = 0;
         for (int64_t v = 0; v < V; ++v) sum += std::exp(z[v] - mx);
         std::vector<int64_t> idx(static_cast<size_t>(V));

@@ -1,6 +1,7 @@
 #include "report/svg.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -24,7 +25,7 @@ std::string xml_escape(const std::string& s) {
 }
 
 std::string probability_colour(double p) {
-  const double t = std::clamp(p, 0.0, 1.0);
+  const double t = std::isnan(p) ? 0.0 : std::clamp(p, 0.0, 1.0);   // NaN (a damaged trace): white
   char buf[8];
   // white (255,255,255) -> dark blue (8,48,107): the same scale as the report page's.
   std::snprintf(buf, sizeof buf, "#%02x%02x%02x", int(255 - t * (255 - 8) + 0.5), int(255 - t * (255 - 48) + 0.5),

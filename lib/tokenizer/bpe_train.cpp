@@ -77,14 +77,19 @@ BpeTrainer::BpeTrainer(std::string_view corpus, const std::string& label) {
   std::unordered_map<std::string, uint32_t> index;
   std::vector<std::string_view> pieces;
   std::deque<std::string> arena;
-  size_t start = 0;
+  size_t start = 0, line_no = 0;
   while (start < corpus.size()) {
+    ++line_no;
     size_t nl = corpus.find('\n', start);
     if (nl == std::string_view::npos) nl = corpus.size();
     const std::string_view line = corpus.substr(start, nl - start);
     start = nl + 1;
     if (line.empty()) continue;
     ++lines_;
+    if (line.size() > kMaxTrainLineBytes)
+      throw std::runtime_error(label + ": line " + std::to_string(line_no) + " is " + std::to_string(line.size()) +
+                               " bytes; --train reads lines of at most " + std::to_string(kMaxTrainLineBytes) +
+                               " (each line is one text)");
     std::string storage;
     const std::string_view text = normalizer_.apply(line, storage);
     pieces.clear();

@@ -117,11 +117,7 @@ void write_tokenizer_trace(TraceWriter& w, int row, const EncodeTrace& trace, co
 bool read_tokenizer_trace(const TraceReader& r, int row, EncodeTrace& out) {
   const std::string g = "tokenizer/row_" + std::to_string(row) + "/";
   if (!r.has_dataset(g + "ids")) return false;
-  auto ints = [&](const std::string& name) {
-    std::vector<int32_t> v;
-    for (double x : r.read_dataset(g + name).values) v.push_back(int32_t(x));
-    return v;
-  };
+  auto ints = [&](const std::string& name) { return r.read_ints(g + name); };
   auto bad = [&](const std::string& name) {
     return std::runtime_error("'" + r.path() + "': /" + g + name + " does not match the group's other arrays");
   };

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "trace/hooks.h"
+#include "trace/trace_layout.h"
 
 namespace lmscope {
 
@@ -58,14 +59,19 @@ std::string hook_to_path(const std::string& hook) {
 // Hook paths are a few levels deep (step_0000/layers/3/attn/q); far deeper is a hostile file.
 constexpr int kMaxGroupDepth = 32;
 
-// Walks a step's groups. A soft or hard link back up to an ancestor would make this recurse
-// forever: every group is entered once (by object identity), deep nesting is refused.
+// Walks a step's groups, keeping each dataset's header (name, shape, appended rows). A soft or
+// hard link back up to an ancestor would make this recurse forever: every group is entered
+// once (by object identity), deep nesting is refused. An external link is refused: it would
+// show another file's data as this trace's.
 void collect_hooks(const h5::Group& g, const std::string& prefix, int depth, std::set<std::string>& seen,
-                   std::vector<std::string>& out) {
+                   std::vector<DatasetHeader>& out) {
   for (const std::string& child : g.children()) {
     std::string dotted = prefix.empty() ? child : prefix + "." + child;
     h5::ChildKind k = g.kind(child);
-    if (k == h5::ChildKind::Group) {
+    if (k == h5::ChildKind::ExternalLink) {
+      throw std::runtime_error("'" + g.file_path() + "' " + (g.name() == "/" ? "" : g.name()) + "/" + child +
+                               ": an external link (into another file); traces never hold one");
+    } else if (k == h5::ChildKind::Group) {
       h5::Group sub = g.open_group(child);
       if (!seen.insert(sub.identity()).second)
         throw std::runtime_error("'" + g.file_path() + "' " + sub.name() +
@@ -76,10 +82,53 @@ void collect_hooks(const h5::Group& g, const std::string& prefix, int depth, std
       collect_hooks(sub, dotted, depth + 1, seen, out);
     } else if (k == h5::ChildKind::Dataset) {
       h5::Dataset ds = g.open_dataset(child);
+      DatasetHeader d;
       // The attribute is the name of record; the path is the fallback for other writers.
-      out.push_back(ds.has_attr("hook") && ds.attr_is_string("hook") ? ds.attr_string("hook") : dotted);
+      d.hook = ds.has_attr("hook") && ds.attr_is_string("hook") ? ds.attr_string("hook") : dotted;
+      // Only hooks a reader interprets need a shape here; others are only diffed, value by value.
+      if (parse_hook_name(d.hook)) d.shape = ds.shape();
+      if (ds.has_attr("rows") && ds.attr_is_string("rows")) d.rows = ds.attr_string("rows");
+      out.push_back(std::move(d));
     }
   }
+}
+
+// Outside the steps (tokenizer/...): every link is checked for an external one, every group
+// entered once and at most kMaxGroupDepth deep, as in collect_hooks.
+void refuse_external_links(const h5::Group& g, int depth, std::set<std::string>& seen) {
+  for (const std::string& child : g.children()) {
+    const h5::ChildKind k = g.kind(child);
+    const std::string where = "'" + g.file_path() + "' " + (g.name() == "/" ? "" : g.name()) + "/" + child;
+    if (k == h5::ChildKind::ExternalLink)
+      throw std::runtime_error(where + ": an external link (into another file); traces never hold one");
+    if (k != h5::ChildKind::Group || (depth == 0 && parse_step_name(child) >= 0)) continue;
+    h5::Group sub = g.open_group(child);
+    if (!seen.insert(sub.identity()).second) continue;   // reached before: already checked
+    if (depth + 1 > kMaxGroupDepth)
+      throw std::runtime_error(where + ": groups nested more than " + std::to_string(kMaxGroupDepth) +
+                               " levels deep; not a trace layout");
+    refuse_external_links(sub, depth + 1, seen);
+  }
+}
+
+// The rows the `prompts` attribute lists (-1 when absent or not a JSON list), and config_json's
+// vocab_size (-1 when absent): what the shapes are checked against.
+RootDims root_dims(const h5::Group& root) {
+  RootDims d;
+  auto json_attr = [&](const char* key) {
+    if (!root.has_attr(key) || !root.attr_is_string(key)) return nlohmann::json();
+    return nlohmann::json::parse(root.attr_string(key), nullptr, /*allow_exceptions=*/false);
+  };
+  const nlohmann::json prompts = json_attr("prompts");
+  if (prompts.is_array() && !prompts.empty()) d.B = int64_t(prompts.size());
+  const nlohmann::json config = json_attr("config_json");
+  auto config_int = [&](const char* key) {
+    return config.is_object() && config.contains(key) && config[key].is_number_integer() ? config[key].get<int64_t>()
+                                                                                         : int64_t(-1);
+  };
+  d.V = config_int("vocab_size");
+  d.positions = config_int("max_position_embeddings");
+  return d;
 }
 
 }  // namespace
@@ -106,6 +155,8 @@ TraceReader::TraceReader(const std::string& path) : path_(path) {
       (root.attr_is_string("format_version") || root.attr_int("format_version") > kTraceFormatVersion))
     throw std::runtime_error("'" + path + "' has a format_version this lmscope does not read (it reads 1.." +
                              std::to_string(kTraceFormatVersion) + ")");
+  std::set<std::string> outside_steps{root.identity()};
+  refuse_external_links(root, 0, outside_steps);
   // Steps are numbered 0..n-1 with one group each: a lone step_999999999 must not make a
   // billion-entry table (nor a billion-step loop in the comparer).
   std::map<int, std::string> found;
@@ -121,8 +172,45 @@ TraceReader::TraceReader(const std::string& path) : path_(path) {
     throw std::runtime_error("'" + path + "' has " + found.rbegin()->second + " but only " +
                              std::to_string(found.size()) + " step groups (steps must be numbered 0.." +
                              std::to_string(found.size() - 1) + ")");
+  // The n_steps attribute, when present, must count the groups (a reader may loop on it).
+  if (root.has_attr("n_steps") && (root.attr_is_string("n_steps") || root.attr_int("n_steps") != int64_t(found.size())))
+    throw std::runtime_error("'" + path + "' has n_steps = " +
+                             (root.attr_is_string("n_steps") ? std::string("a string") : std::to_string(root.attr_int("n_steps"))) +
+                             " but " + std::to_string(found.size()) + " step groups");
   steps_.reserve(found.size());
-  for (const auto& [n, child] : found) steps_.push_back(root.open_group(child));
+  std::set<std::string> step_ids;
+  for (const auto& [n, child] : found) {
+    steps_.push_back(root.open_group(child));
+    if (!step_ids.insert(steps_.back().identity()).second)
+      throw std::runtime_error("'" + path + "' " + child + " is a second link to another step's group; not a trace layout");
+  }
+  // Every step's dataset headers, checked against each other once (trace/trace_layout.h).
+  std::vector<StepLayout> layout(steps_.size());
+  for (size_t n = 0; n < steps_.size(); ++n) {
+    const h5::Group& g = steps_[n];
+    StepLayout& st = layout[n];
+    // The numbers only: a damaged `phase` is reported by step_info() where it is shown.
+    st.info.step = int(n);
+    st.has_T = g.has_attr("T");
+    st.has_S = g.has_attr("S");
+    if (st.has_T) st.info.T = g.attr_int("T");
+    if (st.has_S) st.info.S = g.attr_int("S");
+    if (g.has_attr("past_length")) st.info.past_length = g.attr_int("past_length");
+    std::set<std::string> seen{g.identity()};
+    collect_hooks(g, "", 1, seen, st.datasets);
+  }
+  Shape gen_shape;
+  const bool has_gen = has_generated_ids();
+  if (has_gen) gen_shape = root.open_dataset("generated_ids").shape();
+  check_trace_layout(path, root_dims(root), layout, has_gen ? &gen_shape : nullptr);
+  hooks_.resize(layout.size());
+  for (size_t n = 0; n < layout.size(); ++n) {
+    for (const DatasetHeader& d : layout[n].datasets) hooks_[n].push_back(d.hook);
+    std::sort(hooks_[n].begin(), hooks_[n].end(), [](const std::string& a, const std::string& b) {
+      std::string ka = hook_sort_key(a), kb = hook_sort_key(b);
+      return ka != kb ? ka < kb : a < b;
+    });
+  }
 }
 
 bool TraceReader::has_root_attr(const std::string& key) const { return file_.root().has_attr(key); }
@@ -142,7 +230,11 @@ std::string attrs_json(const h5::Object& obj) {
     } else {
       std::vector<double> v = obj.attr_doubles(key);
       bool is_int = obj.attr_is_int(key);
-      auto one = [&](double x) { return is_int ? nlohmann::json(int64_t(x)) : nlohmann::json(x); };
+      // An integer attribute past int64 (a uint64 2^64-1) stays a double: the cast would be UB.
+      auto one = [&](double x) {
+        return is_int && x >= -9223372036854775808.0 && x < 9223372036854775808.0 ? nlohmann::json(int64_t(x))
+                                                                                  : nlohmann::json(x);
+      };
       if (v.size() == 1) {
         j[key] = is_int ? nlohmann::json(obj.attr_int(key)) : nlohmann::json(v[0]);
       } else {
@@ -152,7 +244,8 @@ std::string attrs_json(const h5::Object& obj) {
       }
     }
   }
-  return j.dump();
+  // Strings are the file's bytes: one that is not UTF-8 is shown with U+FFFD, not refused.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 }  // namespace
 
@@ -186,15 +279,8 @@ StepInfo TraceReader::step_info(int step) const {
 }
 
 std::vector<std::string> TraceReader::hooks(int step) const {
-  std::vector<std::string> out;
-  const h5::Group& g = step_group(step);
-  std::set<std::string> seen{g.identity()};
-  collect_hooks(g, "", 1, seen, out);
-  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
-    std::string ka = hook_sort_key(a), kb = hook_sort_key(b);
-    return ka != kb ? ka < kb : a < b;
-  });
-  return out;
+  step_group(step);   // throws for a step the trace does not have
+  return hooks_[size_t(step)];
 }
 
 bool TraceReader::has_hook(int step, const std::string& hook) const {
@@ -229,6 +315,7 @@ HookData TraceReader::read(int step, const std::string& hook) const {
     throw std::runtime_error("'" + path_ + "' " + step_group_name(step) + " " + hook + ": axes '" +
                              ds.attr_string("axes") + "' name " + std::to_string(h.axes.size()) +
                              " axes but the dataset has " + std::to_string(h.shape.size()));
+  if (hook_holds_ids(hook)) check_ids(h.values, "'" + path_ + "' " + step_group_name(step) + " " + hook);
   return h;
 }
 
@@ -271,6 +358,12 @@ bool TraceReader::has_dataset(const std::string& path) const {
 
 h5::DatasetData TraceReader::read_dataset(const std::string& path) const { return file_.root().read_dataset(path); }
 
+std::vector<int32_t> TraceReader::read_ints(const std::string& path) const {
+  const h5::DatasetData d = read_dataset(path);
+  check_ids(d.values, "'" + path_ + "' /" + path);
+  return std::vector<int32_t>(d.values.begin(), d.values.end());
+}
+
 std::vector<std::string> TraceReader::read_strings(const std::string& path) const {
   return file_.root().open_dataset(path).read_strings();
 }
@@ -283,6 +376,7 @@ HookData TraceReader::generated_ids() const {
   h.shape = std::move(d.shape);
   h.values = std::move(d.values);
   h.is_int = d.is_int;
+  check_ids(h.values, "'" + path_ + "' generated_ids");
   return h;
 }
 

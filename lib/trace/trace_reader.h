@@ -32,6 +32,9 @@ class TraceReader {
   //   "'<path>' is not an lmscope trace (no 'format' attribute)"
   //   "'<path>' is incomplete (no complete=1)"
   //   "'<path>' has step_0009 but only 2 step groups (steps must be numbered 0..1)"
+  //   "'<path>' step_0000 logits: axis T is 0 (every axis is at least 1)"
+  // Every dataset's shape is checked against the others' and the root attributes' on open
+  // (trace/trace_layout.h), so a reader may index a hook by its axes of docs/hooks.md.
   explicit TraceReader(const std::string& path);
 
   const std::string& path() const { return path_; }
@@ -54,14 +57,15 @@ class TraceReader {
   bool has_step(int step) const;
   StepInfo step_info(int step) const;
 
-  // Dotted hook names of a step, in forward order (hook_sort_key): found by walking the
-  // step group and reading each dataset's `hook` attribute. Throws one line for a link
-  // cycle (a group reached twice) or groups nested more than 32 levels deep.
+  // Dotted hook names of a step, in forward order (hook_sort_key): found on open by walking
+  // the step group and reading each dataset's `hook` attribute (which refuses a link cycle,
+  // groups nested more than 32 levels deep, an external link).
   std::vector<std::string> hooks(int step) const;
   bool has_hook(int step, const std::string& hook) const;
   // kv.L.k / kv.L.v come back as the whole cache [B,Hkv,S,hd] however the file stores them:
   // from appended rows they are rebuilt from steps 0..step (trace/kv_rows.h); the reader keeps
   // each kv hook's latest cache, so reading steps in order reads each step's rows once.
+  // Hooks that hold ids (trace_layout.h, hook_holds_ids) are checked to be int32 integers.
   HookData read(int step, const std::string& hook) const;
 
   bool has_generated_ids() const;
@@ -71,6 +75,8 @@ class TraceReader {
   // the tokenizer groups needs. has_dataset is false for a missing path or a group.
   bool has_dataset(const std::string& path) const;
   h5::DatasetData read_dataset(const std::string& path) const;
+  // An integer dataset (ids, offsets): every value checked to be an int32 (check_ids).
+  std::vector<int32_t> read_ints(const std::string& path) const;
   std::vector<std::string> read_strings(const std::string& path) const;
 
  private:
@@ -79,6 +85,7 @@ class TraceReader {
   std::string path_;
   h5::File file_;
   std::vector<h5::Group> steps_;   // index = step number
+  std::vector<std::vector<std::string>> hooks_;   // per step, in forward order (found on open)
   struct KvState {
     int step = -1;                   // the last step whose rows are in `cache`
     int64_t S = 0;                   // that step's cache length

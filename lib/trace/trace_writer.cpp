@@ -11,10 +11,12 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
 #include "io/hdf5.h"
+#include "io/output_target.h"
 #include "trace/kv_rows.h"
 
 namespace lmscope {
@@ -53,8 +55,7 @@ constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
 constexpr int kNumCleanup = int(sizeof kCleanupSignals / sizeof kCleanupSignals[0]);
 struct sigaction g_old_action[kNumCleanup];
 bool g_installed[kNumCleanup] = {};
-struct sigaction g_old_xfsz;
-bool g_ignoring_xfsz = false;
+std::optional<FileSizeSignalIgnored> g_xfsz_ignored;
 
 extern "C" void remove_temporaries_and_die(int sig) {
   for (SignalSlot& s : g_slots)
@@ -81,15 +82,7 @@ void install_handlers_locked() {
     for (int s : kCleanupSignals) sigaddset(&sa.sa_mask, s);
     g_installed[i] = ::sigaction(kCleanupSignals[i], &sa, &g_old_action[i]) == 0;
   }
-  struct sigaction cur;
-  g_ignoring_xfsz = false;
-  if (::sigaction(SIGXFSZ, nullptr, &cur) == 0 && is_default(cur)) {
-    struct sigaction ign;
-    std::memset(&ign, 0, sizeof ign);
-    ign.sa_handler = SIG_IGN;
-    sigemptyset(&ign.sa_mask);
-    g_ignoring_xfsz = ::sigaction(SIGXFSZ, &ign, &g_old_xfsz) == 0;
-  }
+  g_xfsz_ignored.emplace();
 }
 
 void uninstall_handlers_locked() {
@@ -101,10 +94,7 @@ void uninstall_handlers_locked() {
       ::sigaction(kCleanupSignals[i], &g_old_action[i], nullptr);
     g_installed[i] = false;
   }
-  struct sigaction cur;
-  if (g_ignoring_xfsz && ::sigaction(SIGXFSZ, nullptr, &cur) == 0 && cur.sa_handler == SIG_IGN)
-    ::sigaction(SIGXFSZ, &g_old_xfsz, nullptr);
-  g_ignoring_xfsz = false;
+  g_xfsz_ignored.reset();
 }
 
 // A live writer; the slot (-1 when all are taken or the path is too long: then a signal
@@ -209,23 +199,13 @@ std::string in_quotes(const std::string& text) {
 }
 
 // Why out_path cannot be written, or "" if it looks writable. Checked before HDF5 runs so
-// the message is a plain reason ("directory 'x' does not exist") instead of HDF5's.
+// the message is a plain reason ("directory 'x' does not exist") instead of HDF5's: what every
+// writer refuses (io/output_target.h), and, since commit() renames over out_path, anything
+// but an earlier trace (a config file or a weights file given by mistake).
 std::string precheck(const std::string& out_path) {
-  if (out_path.empty()) return "empty path";
-  fs::path p(out_path);
-  fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  if (std::string why = output_target_problem(out_path); !why.empty()) return why;
   std::error_code ec;
-  if (!fs::exists(dir, ec)) return "directory " + in_quotes(dir.string()) + " does not exist";
-  if (!fs::is_directory(dir, ec)) return in_quotes(dir.string()) + " is not a directory";
-  if (fs::is_directory(p, ec)) return "it is a directory";
-  if (::access(dir.c_str(), W_OK) != 0)
-    return "directory " + in_quotes(dir.string()) + " is not writable (" + std::strerror(errno) + ")";
-  // commit() renames over out_path, which as root would happily replace /dev/null, a
-  // config file or a weights file given by mistake: only an earlier trace may be replaced.
-  if (fs::exists(p, ec)) {
-    if (!fs::is_regular_file(p, ec)) return "it exists and is not a regular file; not replacing it";
-    if (!is_trace_file(out_path)) return "it exists and is not an lmscope trace; not replacing it";
-  }
+  if (fs::exists(out_path, ec) && !is_trace_file(out_path)) return "it exists and is not an lmscope trace; not replacing it";
   return "";
 }
 

@@ -79,6 +79,7 @@ TEST(SampleCli, BadSamplingOptionsAreUsageErrors) {
       {"--min-p 2", {"--min-p", "[0, 1]"}},
       {"--min-p -1", {"--min-p", "[0, 1]"}},
       {"--repetition-penalty 0", {"--repetition-penalty", "> 0"}},
+      {"--seed 18446744073709551616", {"--seed", "over 2^64-1"}},   // was clamped to 2^64-1 silently
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.opts);
@@ -87,9 +88,14 @@ TEST(SampleCli, BadSamplingOptionsAreUsageErrors) {
   }
   expect_usage_error(tool("lmscope-trace", trace + "--stop ''"), "lmscope-trace", {"--stop", "empty"});
   expect_usage_error(tool("lmscope-trace", trace + "--stop 'a\\q'"), "lmscope-trace", {"--stop", "unknown escape"});
+  // As --prompt refuses it: bytes that are not UTF-8 could never be matched in decoded text.
+  expect_usage_error(tool("lmscope-trace", trace + "--stop \"$(printf 'a\\377')\""), "lmscope-trace", {"--stop", "not valid UTF-8"});
+  expect_usage_error(tool("lmscope-trace", trace + "--pad-id -1"), "lmscope-trace", {"--pad-id"});   // was ignored
+  expect_usage_error(tool("lmscope-trace", trace + "--max-new-tokens 0"), "lmscope-trace", {"--max-new-tokens"});
   expect_usage_error(tool("lmscope-sample", kModel + "--sweep 0.5,0"), "lmscope-sample", {"--sweep", "'0'"});
   expect_usage_error(tool("lmscope-sample", kModel + "--sweep 0.5,,1"), "lmscope-sample", {"--sweep"});
   expect_usage_error(tool("lmscope-sample", kModel + "--draws 0"), "lmscope-sample", {"--draws"});
+  expect_usage_error(tool("lmscope-sample", kModel + "--draws 1000001"), "lmscope-sample", {"--draws", "1000000"});
   expect_usage_error(tool("lmscope-sample", "--model " + kTiny), "lmscope-sample", {"one prompt"});
   // Greedy ignores the temperature, as HF does (it only warns): temperature 0 without --do-sample runs.
   auto greedy = tool("lmscope-trace", "-q --model " + kTiny + " --prompt-ids 1,2 --temperature 0 --max-new-tokens 2");

@@ -68,8 +68,23 @@ TEST(JinjaLimits, RenderResourceLimits) {
   EXPECT_NE(error_of("{{ ('a' * 1000000)|replace('a', 'b' * 100) }}").find("replace() makes a string over the limit of 64 MiB"),
             std::string::npos);
   EXPECT_NE(error_of("{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}")
-                .find("more than 10000000 loop iterations in one render"),
+                .find("more than 1000000 loop iterations in one render"),
             std::string::npos);
+  // tojson: a billion spaces per level took 2.5 min and 5.9 GB before failing in bad_alloc.
+  EXPECT_NE(error_of("{{ [1, 2]|tojson(indent=1000000000) }}").find("tojson indent 1000000000 is not in 0..256"),
+            std::string::npos);
+  EXPECT_EQ(render("{{ [1]|tojson(indent=2) }}"), "[\n  1\n]");
+  EXPECT_NE(error_of("{{ range(1000000)|list|tojson(indent=256) }}").find("tojson makes a string over the limit of 64 MiB"),
+            std::string::npos);
+}
+
+TEST(JinjaLimits, RangeNearTheInt64EndsDoesNotOverflow) {
+  // The 5th addition of 2^62 wrapped around past INT64_MAX and the loop ran past the item cap.
+  const std::string r = "range(" + kMin + ", 9223372036854775807, 4611686018427387904)";
+  EXPECT_EQ(render("{{ " + r + "|list|length }}"), "4");
+  EXPECT_EQ(render("{{ " + r + "|join(',') }}"), "-9223372036854775808,-4611686018427387904,0,4611686018427387904");
+  EXPECT_EQ(render("{{ range(9223372036854775807, " + kMin + ", -4611686018427387904)|join(',') }}"),
+            "9223372036854775807,4611686018427387903,-1,-4611686018427387905");
 }
 
 }  // namespace

@@ -285,6 +285,52 @@ def test_refuses_a_newer_format_version(tmp_path):
     refused(p, "has format_version 3; this reader reads 1, 2")
 
 
+# ---- hostile files: one ValueError naming the file, whatever is wrong ------------------------
+def damaged(path, call, pattern):
+    with pytest.raises(ValueError, match=pattern) as e:
+        call()
+    assert "\n" not in str(e.value), "one line"
+    assert str(path) in str(e.value)
+
+
+def test_refuses_an_external_link(tmp_path):
+    # a hook borrowed from another file would read as this trace's; a link into a FIFO blocked
+    p = tmp_path / "ext.h5"
+    shutil.copy(golden(TINY), p)
+    with h5py.File(p, "r+") as f:
+        del f["step_0000/logits"]
+        f["step_0000/logits"] = h5py.ExternalLink(golden(TINY), "/step_0000/logits")
+    refused(p, "/step_0000/logits: an external link \\(into another file\\); traces never hold one")
+
+
+def test_a_dataset_larger_than_the_file_stores_is_not_allocated(tmp_path):
+    # 2^34 float32 (64 GiB) declared, nothing stored: MemoryError (or the machine's memory) before
+    p = tmp_path / "huge.h5"
+    shutil.copy(golden(TINY), p)
+    with h5py.File(p, "r+") as f:
+        del f["step_0000/logits"]
+        d = f.create_dataset("step_0000/logits", shape=(1, 1 << 17, 1 << 17), dtype="f4")
+        d.attrs["hook"], d.attrs["axes"] = "logits", "B,T,V"
+    with Trace(p) as t:
+        damaged(p, lambda: t.hook("logits"), "step 0 logits: shape \\(1, 131072, 131072\\) needs "
+                "68719476736 bytes but the file stores 0")
+
+
+def test_a_broken_link_or_an_odd_attribute_is_a_value_error(tmp_path):
+    p = tmp_path / "odd.h5"
+    shutil.copy(golden(TINY), p)
+    with h5py.File(p, "r+") as f:
+        f["step_0000/embed"].attrs["axes"] = 7              # a number where text belongs
+        f["step_0000/dangling"] = h5py.SoftLink("/nowhere")
+        del f["step_0001"].attrs["S"]
+    with Trace(p) as t:
+        damaged(p, lambda: t.hook("embed"), "a damaged trace \\(AttributeError")
+        assert "dangling" not in t.hooks(0)   # a dangling link is no hook, not a crash
+        damaged(p, lambda: t.labels(0, step=1), "a damaged trace \\(KeyError")
+        with pytest.raises(KeyError, match="no hook 'nothing'"):   # the API's own KeyError stays
+            t.hook("nothing")
+
+
 # ---- kv.L.k / kv.L.v stored as appended rows (format_version 2) ---------------------------
 def appended_copy(src, dst, drop=None):
     """The golden (whole cache at every step, as HF wrote it) rewritten as lmscope writes it

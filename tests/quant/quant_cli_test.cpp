@@ -125,12 +125,17 @@ TEST(QuantCli, SvgHasALinePerScheme) {
 TEST(QuantCli, BadInputIsOneLine) {
   expect_one_line_error(quant(kTiny, kText + " --scheme w3"), "--scheme: unknown scheme 'w3' (known: w8-channel");
   expect_one_line_error(quant(kTiny, kText + " --scheme a8-static --calibrate /nonexistent/cal.txt"),
-                        "--calibrate: cannot read '/nonexistent/cal.txt'");
+                        "--calibrate '/nonexistent/cal.txt': No such file or directory");
   expect_one_line_error(quant(kTiny, kText + " --scheme a8-static --calibrate " + temp_file("empty.txt", "\n \n")),
                         "--calibrate: '");
   expect_one_line_error(quant(kTiny, kText + " --scheme a8-static"), "--scheme a8-static needs calibration prompts");
   expect_one_line_error(quant(kTiny, "--prompt-ids 5 --scheme w8-channel"), "the text has 1 token(s)");
-  expect_one_line_error(quant(kTiny, "--text-file /nonexistent/t.txt --scheme w8-channel"), "--text-file: cannot read");
+  // 129 tokens on a model of 128 positions (max_position_embeddings): ran, rc 0, before.
+  std::string ids = "1";
+  for (int i = 1; i < 129; ++i) ids += ",1";
+  expect_one_line_error(quant(kTiny, "--prompt-ids " + ids + " --scheme w8-channel"),
+                        "the text has 129 tokens, more than max_position_embeddings 128 (config.json)");
+  expect_one_line_error(quant(kTiny, "--text-file /nonexistent/t.txt --scheme w8-channel"), "--text-file '/nonexistent/t.txt': No such file or directory");
 }
 
 TEST(QuantCli, TracePrefixWritesTeacherAndStudentForDistillation) {

@@ -167,7 +167,7 @@ TEST_F(Report, UnwritableOutputIsOneLineAndLeavesNothing) {
   const std::string file = dir_->file("plain-file");
   { std::ofstream(file) << "x"; }
   expect_one_line_error(report(dir_->file("full.h5") + " -o " + file + "/report.html"), "cannot write '", file + "/report.html");
-  expect_one_line_error(report(dir_->file("full.h5") + " -o " + dir_->file("no-dir/report.html")), "No such file or directory",
+  expect_one_line_error(report(dir_->file("full.h5") + " -o " + dir_->file("no-dir/report.html")), "no-dir' does not exist",
                         dir_->file("no-dir/report.html"));
   EXPECT_TRUE(temporaries_in(dir_->path()).empty());
 }

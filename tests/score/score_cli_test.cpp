@@ -87,6 +87,10 @@ TEST(ScoreCli, BadInputIsOneLine) {
   expect_one_line_error(score("--ids 330"), "text 0 has 1 token(s): nothing to predict");
   expect_one_line_error(score("--text 'A'"), "text 0 has 1 token(s): nothing to predict");
   expect_one_line_error(score("--chat --ids 1,2"), "--chat wraps --text; no --text given");
+  // 129 positions on a model of 128: scored before (29k tokens took 3.75 GB).
+  std::string ids = "1";
+  for (int i = 1; i < 129; ++i) ids += ",1";
+  expect_one_line_error(score("--ids " + ids), "text 0 has 129 tokens, more than max_position_embeddings 128 (config.json)");
   expect_one_line_error(run_cli(kTool + " --model /nonexistent --text 'Hello'"), "");
 }
 

@@ -145,13 +145,16 @@ TEST(BpeTrainCli, BadInputIsOneLine) {
     int code;
     std::string says;
   };
+  const std::string long_line = tmp.file("long.txt");
+  iotest::write_file(long_line, "short\n" + std::string((size_t(1) << 20) + 1, 'a') + "\n");
   const std::string no_tok_gguf = tmp.file("no-tokenizer.gguf");
   iotest::write_file(no_tok_gguf, ggtest::tiny_gguf({}).build());
   for (const Case& c : std::vector<Case>{
            {"--train " + empty, 1, "no text to train on"},
            {"--train " + corpus + " --merges 0", 2, "--merges must be at least 1, got 0"},
            {"--train " + bad, 1, "is not valid UTF-8: bad byte 0xE4 at byte offset 6"},
-           {"--train " + tmp.file("absent.txt"), 1, "--train: cannot read"},
+           {"--train " + tmp.file("absent.txt"), 1, "absent.txt': No such file or directory"},
+           {"--train " + long_line, 1, "long.txt: line 2 is 1048577 bytes; --train reads lines of at most 1048576"},
            {"--tokenizer " + no_tok_gguf + " hi", 1, "key 'tokenizer.ggml.model' is missing: the file carries no tokenizer"},
            {"--watch x hi --tokenizer " + no_tok_gguf, 2, "--watch needs --train"},
        }) {

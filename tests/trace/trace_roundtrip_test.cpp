@@ -29,9 +29,10 @@ TEST(TraceRoundTrip, WriteThenRead) {
     w.begin_step({0, "prefill", true, 0, 3, 3});
     // written out of forward order on purpose: the reader sorts by hook_sort_key
     w.write("logits", "B,T,V", {2, 3, 4}, q.data());
-    w.write("layers.10.attn.q", "B,H,T,hd", {2, 3, 4, 5}, q.data());
-    w.write("layers.2.attn.q", "B,H,T,hd", {2, 3, 4, 5}, q.data());
-    w.write("kv.2.k", "B,Hkv,S,hd", {2, 3, 4, 5}, q.data());
+    // Shapes that agree (the reader checks them on open): B = 2, T = S = 3, H = Hkv = 4, hd = 5.
+    w.write("layers.10.attn.q", "B,H,T,hd", {2, 4, 3, 5}, q.data());
+    w.write("layers.2.attn.q", "B,H,T,hd", {2, 4, 3, 5}, q.data());
+    w.write("kv.2.k", "B,Hkv,S,hd", {2, 4, 3, 5}, q.data());
     w.write("tokens.input_ids", "B,T", {2, 3}, ids.data());
     w.write("sample.chosen", "B", {2}, ids.data());
     w.set_step_group_attr("sample", "temperature", 0.5);
@@ -81,7 +82,7 @@ TEST(TraceRoundTrip, WriteThenRead) {
   EXPECT_EQ(d.hook, "layers.2.attn.q");
   EXPECT_EQ(d.axes, (std::vector<std::string>{"B", "H", "T", "hd"}));
   EXPECT_EQ(d.axis("T"), 2);
-  EXPECT_EQ(d.shape, (Shape{2, 3, 4, 5}));
+  EXPECT_EQ(d.shape, (Shape{2, 4, 3, 5}));
   EXPECT_FALSE(d.is_int);
   for (size_t i = 0; i < q.size(); ++i) ASSERT_EQ(d.values[i], double(q[i]));
 
