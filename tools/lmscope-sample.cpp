@@ -97,14 +97,8 @@ int main(int argc, char** argv) {
     const std::vector<double> final_p = softmax(stages.final_scores());
 
     const tok::Tokenizer* t = tm->tokenizer ? &*tm->tokenizer : nullptr;
-    auto text = [t](int32_t id) -> std::string {
-      try {
-        if (t) return t->token_display(id);
-      } catch (const std::exception&) {   // an id the tokenizer lacks (vocab padded past it)
-      }
-      return "#" + std::to_string(id);
-    };
-    auto quoted = [&](int32_t id) { return "\"" + text(id) + "\""; };   // a leading space shows
+    const PieceFn text = cli::piece_fn(t);
+    auto quoted = [&](int32_t id) { return quoted_piece(text(id), 0); };   // a leading space shows
 
     if (json) {
       using J = nlohmann::ordered_json;
