@@ -2,7 +2,8 @@
 // chain builds it (repetition penalty, temperature, top-k, top-p, min-p); a temperature sweep;
 // and many seeded draws of the sampler against the probabilities it claims (docs/sampling.md).
 //
-//   lmscope-sample --model models/SmolLM2-135M-Instruct.Q4_1.gguf --chat --prompt "What is the capital of France?" \
+// One command line (a backslash at the end of a // comment would continue the comment):
+//   lmscope-sample --model models/SmolLM2-135M-Instruct.Q4_1.gguf --chat --prompt "What is the capital of France?"
 //       --temperature 0.7 --top-k 50 --top-p 0.9 --sweep 0.2,0.7,1.0,1.5 --draws 1000 --seed 1
 #include <CLI/CLI.hpp>
 #include <cmath>
