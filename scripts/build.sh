@@ -1,7 +1,30 @@
 #!/usr/bin/env bash
-# Configures and builds lmscope into build/ (Release, -j2). Extra arguments go to cmake.
+# Configures and builds lmscope into build/ (Release, -j2), after scripts/setup.sh.
+#
+#   scripts/build.sh [CMAKE_ARGS]          everything: every tool and test, and the CUDA backend
+#                                          when nvcc is found (scripts/test.sh)
+#   scripts/build.sh --main [CMAKE_ARGS]   only what scripts/run.sh runs: lmscope-trace,
+#                                          lmscope-diff and lmscope-step, with their libraries
+#
+# LMSCOPE_CUDA (AUTO, ON or OFF) chooses the CUDA backend (-DLMSCOPE_CUDA). Everything: AUTO
+# unless set. --main: a build/ it configures first gets neither the tests nor the CUDA backend
+# (LMSCOPE_TESTS=OFF, LMSCOPE_CUDA=OFF unless set: nvcc alone takes minutes); an existing
+# build/ keeps its configuration. Without CUDA, --backend auto runs on the CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-cmake --build build -j2
+if [ "${1:-}" = --main ]; then
+  shift
+  scripts/setup.sh --main
+  if [ -f build/CMakeCache.txt ]; then
+    config=(${LMSCOPE_CUDA:+-DLMSCOPE_CUDA=$LMSCOPE_CUDA})
+  else
+    config=(-DLMSCOPE_TESTS=OFF -DLMSCOPE_CUDA="${LMSCOPE_CUDA:-OFF}")
+  fi
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${config[@]}" "$@" >/dev/null
+  cmake --build build -j2 --target lmscope-trace lmscope-diff lmscope-step
+else
+  scripts/setup.sh
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLMSCOPE_TESTS=ON -DLMSCOPE_CUDA="${LMSCOPE_CUDA:-AUTO}" \
+        "$@" >/dev/null
+  cmake --build build -j2
+fi

@@ -4,7 +4,7 @@
 # fetched, the committed tiny model is traced instead (and diffed against its HF golden).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build.sh
+scripts/build.sh --main
 prompt=${LMSCOPE_PROMPT:-"What is the capital of France?"}
 model=models/SmolLM2-135M-Instruct.Q4_1.gguf
 if scripts/fetch-model.sh; then

@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
-# Installs what lmscope needs to build and test, only what is missing (idempotent).
-# Debian packages: compiler and CMake come with the machine; these are the libraries.
+# Installs what lmscope needs, only what is missing (idempotent). Debian packages; the
+# compiler and CMake come with the machine, these are the libraries.
+#
+#   scripts/setup.sh          everything: the tools, the tests, the hostile-input checks
+#   scripts/setup.sh --main   only what building the tools needs (scripts/run.sh)
 set -euo pipefail
-packages=(cmake g++ pkg-config libhdf5-dev hdf5-tools nlohmann-json3-dev libcli11-dev libgtest-dev
-          libopenblas-dev libpcre2-dev libutf8proc-dev libpng-dev libssl-dev
-          python3-h5py python3-numpy python3-pytest    # tests/python (ctest python_reader), /usr/bin/python3
-          chromium                                     # renders lmscope-report's page and pictures in tests/report
-          clang)                                       # scripts/sanitize.sh and scripts/fuzz.sh (ASan, UBSan, libFuzzer)
+main=(cmake g++ pkg-config libhdf5-dev hdf5-tools nlohmann-json3-dev libcli11-dev
+      libopenblas-dev libpcre2-dev libutf8proc-dev libssl-dev)
+tests=(libgtest-dev libpng-dev                        # the GoogleTest suites; tests/report reads PNGs
+       python3-h5py python3-numpy python3-pytest     # tests/python (ctest python_reader), /usr/bin/python3
+       chromium                                      # renders lmscope-report's page and pictures in tests/report
+       clang)                                        # scripts/sanitize.sh and scripts/fuzz.sh (ASan, UBSan, libFuzzer)
+case "${1:-}" in
+  "") packages=("${main[@]}" "${tests[@]}") ;;
+  --main) packages=("${main[@]}") ;;
+  *) echo "setup: unknown option '$1' (--main or none)" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/omp_waits.h"
 #include "io/hdf5_deadline.h"
 #include "tokenizer/ids_text.h"
 
@@ -25,7 +26,8 @@ inline std::string command_line(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     bool quote = a.find_first_of(" \t'\"*?") != std::string::npos;
-    s += (i ? " " : "") + (quote ? "'" + a + "'" : a);
+    if (i) s += ' ';
+    s += quote ? "'" + a + "'" : a;
   }
   return s;
 }
@@ -41,7 +43,10 @@ inline int usage_error(const char* tool, std::string what) {
 // Parses the command line (in place of CLI11_PARSE, whose errors are two lines without the
 // tool's name and exit 104/105...). nullopt: go on; otherwise the tool's exit code: 0 after
 // --help, 2 after a usage error. Also names the tool in the HDF5 read deadline's line.
+// Every tool parses first, before any parallel region: where OpenMP's waits are settled
+// (backend/cpu/omp_waits.h; it may execute the tool again with GOMP_SPINCOUNT set).
 inline std::optional<int> parse(CLI::App& app, int argc, char** argv, const char* tool) {
+  cpu::settle_openmp_waits(argv);
   h5::set_read_deadline_tool(tool, 1);   // a libhdf5 read past its deadline: "<tool>: error: ..."
   try {
     app.parse(argc, argv);

@@ -97,13 +97,7 @@ int main(int argc, char** argv) {
         quant::run_quant(tm->loaded.cfg, tm->loaded.weights, *tm->backend, tm->prompts[0], schemes, opt);
 
     const tok::Tokenizer* t = tm->tokenizer ? &*tm->tokenizer : nullptr;
-    const quant::PieceFn piece = [t](int32_t id) -> std::string {
-      try {
-        if (t) return t->token_display(id);
-      } catch (const std::exception&) {   // an id the tokenizer lacks (model vocab padded past it)
-      }
-      return "#" + std::to_string(id);
-    };
+    const quant::PieceFn piece = cli::piece_fn(t);
     if (!svg.empty()) write_file_atomic(svg, quant::error_by_layer_svg(r, "Quantization error by layer: " + margs.model));
     std::cout << (json ? quant::quant_report_json(r, piece) + "\n" : quant::quant_report_text(r, piece));
     return 0;

@@ -2,7 +2,8 @@
 // chain builds it (repetition penalty, temperature, top-k, top-p, min-p); a temperature sweep;
 // and many seeded draws of the sampler against the probabilities it claims (docs/sampling.md).
 //
-//   lmscope-sample --model models/SmolLM2-135M-Instruct.Q4_1.gguf --chat --prompt "What is the capital of France?" \
+// One command line (a backslash at the end of a // comment would continue the comment):
+//   lmscope-sample --model models/SmolLM2-135M-Instruct.Q4_1.gguf --chat --prompt "What is the capital of France?"
 //       --temperature 0.7 --top-k 50 --top-p 0.9 --sweep 0.2,0.7,1.0,1.5 --draws 1000 --seed 1
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -98,14 +99,8 @@ int main(int argc, char** argv) {
     const std::vector<double> final_p = softmax(stages.final_scores());
 
     const tok::Tokenizer* t = tm->tokenizer ? &*tm->tokenizer : nullptr;
-    auto text = [t](int32_t id) -> std::string {
-      try {
-        if (t) return t->token_display(id);
-      } catch (const std::exception&) {   // an id the tokenizer lacks (vocab padded past it)
-      }
-      return "#" + std::to_string(id);
-    };
-    auto quoted = [&](int32_t id) { return "\"" + text(id) + "\""; };   // a leading space shows
+    const PieceFn text = cli::piece_fn(t);
+    auto quoted = [&](int32_t id) { return quoted_piece(text(id), 0); };   // a leading space shows
 
     if (json) {
       using J = nlohmann::ordered_json;

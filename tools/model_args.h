@@ -135,7 +135,7 @@ inline PieceFn piece_fn(const tok::Tokenizer* t) {
       if (t) return t->token_display(id);
     } catch (const std::exception&) {
     }
-    return "#" + std::to_string(id);
+    return id_piece(id);
   };
 }
 

@@ -70,7 +70,7 @@ std::string cell(const PieceFn& piece, int32_t id, float p, bool mark) {
 }
 
 std::string summary_line(const LensColumn& c, const PieceFn& piece) {
-  const std::string tok = "\"" + piece(c.chosen_id) + "\"";
+  const std::string tok = quoted_piece(piece(c.chosen_id), 0);
   const int settle = c.settles_at(), first = c.first_top();
   if (first < 0) return "  " + tok + " is no traced layer's top token\n";
   return "  " + tok + ": top token first at layer " + std::to_string(first) + ", and from layer " +

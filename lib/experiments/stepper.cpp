@@ -13,6 +13,7 @@
 #include "io/format_number.h"
 #include "kernels/attention_math.cuh"
 #include "tokenizer/encode_trace.h"
+#include "tokenizer/ids_text.h"
 #include "trace/hooks.h"
 
 namespace lmscope {
@@ -226,7 +227,9 @@ std::vector<std::string> Stepper::key_labels(int64_t b, int64_t c0, int64_t S) c
   for (int64_t s = c0; s < S; ++s) {
     const int32_t id = seq_[size_t(b)][size_t(s)];
     const std::string t = opt_.token_text && id >= 0 ? printable_label(opt_.token_text(id)) : "";
-    labels.push_back(id < 0 ? "?" : t.empty() ? "#" + std::to_string(id) : t);
+    if (id < 0) labels.push_back("?");
+    else if (t.empty()) labels.push_back(id_piece(id));
+    else labels.push_back(t);
   }
   return labels;
 }

@@ -10,6 +10,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "tokenizer/ids_text.h"
 #include "tokenizer/tokenizer.h"
 #include "trace/hooks.h"
 
@@ -83,7 +84,7 @@ struct Ctx {
       } catch (const std::exception&) {   // an id outside the tokenizer: shown as a number
       }
     auto it = prompt_pieces.find(id);
-    return it != prompt_pieces.end() ? it->second : "#" + std::to_string(id);
+    return it != prompt_pieces.end() ? it->second : id_piece(id);
   }
   bool special(int32_t id) const {
     if (special_ids.count(id)) return true;

@@ -11,7 +11,10 @@ namespace lmscope {
 
 inline std::string join_ids(const std::vector<int32_t>& ids) {
   std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(ids[i]);
+  }
   return s;
 }
 
@@ -41,6 +44,13 @@ inline std::vector<int32_t> parse_ids(const std::string& text, const std::string
 
 // How a report shows one token ("␣Paris"); the tools make it from the tokenizer, or "#id".
 using PieceFn = std::function<std::string(int32_t)>;
+
+// "#id": a token shown without a tokenizer, or one whose id the tokenizer lacks.
+inline std::string id_piece(int32_t id) {
+  std::string s = "#";
+  s += std::to_string(id);
+  return s;
+}
 
 // A piece in quotes, padded to `width` display columns (UTF-8 continuation bytes take none).
 inline std::string quoted_piece(const std::string& s, size_t width) {

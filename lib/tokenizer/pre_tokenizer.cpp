@@ -142,8 +142,7 @@ struct PreTokenizer::Step {
       }
       case Kind::ByteLevel: {
         if (add_prefix_space && text[0] != ' ') {
-          arena.push_back(" " + std::string(text));
-          text = arena.back();
+          text = arena.emplace_back(" ").append(text);
         }
         if (!regex) {
           out.push_back(text);

@@ -39,7 +39,9 @@ TEST(SampleCli, JsonStagesSweepAndDraws) {
   for (const auto& c : d["counts"]) {
     total += c["count"].get<int64_t>();
     pmass += c["p"].get<double>();
-    if (c["p"].get<double>() == 0) EXPECT_EQ(c["count"], 0) << "a cut token was drawn";
+    if (c["p"].get<double>() == 0) {
+      EXPECT_EQ(c["count"], 0) << "a cut token was drawn";
+    }
   }
   EXPECT_EQ(total, 2000);
   EXPECT_NEAR(pmass, 1.0, 1e-9);

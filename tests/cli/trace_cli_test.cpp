@@ -87,7 +87,10 @@ struct ModelCopy {
 
 std::string ids(int n) {
   std::string s;
-  for (int i = 0; i < n; ++i) s += (i ? "," : "") + std::to_string(10 + i % 500);
+  for (int i = 0; i < n; ++i) {
+    if (i) s += ',';
+    s += std::to_string(10 + i % 500);
+  }
   return s;
 }
 

@@ -84,13 +84,17 @@ TEST(Lens, TopKIsTheSoftmaxLargest) {
       for (int j = 0; j < 7; ++j) {
         const int32_t id = ids.i32()[r * 7 + j];
         EXPECT_NEAR(probs.f32()[r * 7 + j], std::exp(zr[id] - m_) / sum, 1e-7);
-        if (j > 0) EXPECT_GE(zr[ids.i32()[r * 7 + j - 1]], zr[id]);
+        if (j > 0) {
+          EXPECT_GE(zr[ids.i32()[r * 7 + j - 1]], zr[id]);
+        }
         // Nothing outside the K is larger than the K-th.
         if (j == 6)
           for (int64_t i = 0; i < V; ++i) {
             bool kept = false;
             for (int q = 0; q < 7; ++q) kept = kept || ids.i32()[r * 7 + q] == i;
-            if (!kept) ASSERT_LE(zr[i], zr[id]);
+            if (!kept) {
+              ASSERT_LE(zr[i], zr[id]);
+            }
           }
       }
     }

@@ -214,8 +214,11 @@ TEST(Q8Matmul, Q8_0WeightOfMinus128) {
   x.f32()[0] = -50.0f;   // a code of -127
   const cpu::Q8Rows q = quantized(x, 64);
   const std::vector<float> ref = run(cpu::q8_outputs_portable, q, *w.q, nullptr);
-  for (const Simd& k : simd_kernels())
-    if (k.runs) EXPECT_EQ(run(k.run, q, *w.q, nullptr), ref) << k.name;
+  for (const Simd& k : simd_kernels()) {
+    if (k.runs) {
+      EXPECT_EQ(run(k.run, q, *w.q, nullptr), ref) << k.name;
+    }
+  }
 }
 
 TEST(Q8Matmul, CpuBackendRunsTheChosenKernelForAnyN) {

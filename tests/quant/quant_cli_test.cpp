@@ -43,7 +43,9 @@ std::string temp_file(const std::string& name, const std::string& text) {
 void expect_identity(const nlohmann::json& s) {
   for (const auto& l : s["layers"])
     for (auto it = l.begin(); it != l.end(); ++it)
-      if (it.key() != "layer") EXPECT_EQ(it.value().get<double>(), 0.0) << it.key() << " at layer " << l["layer"];
+      if (it.key() != "layer") {
+        EXPECT_EQ(it.value().get<double>(), 0.0) << it.key() << " at layer " << l["layer"];
+      }
   EXPECT_EQ(s["logits_error"].get<double>(), 0.0);
   EXPECT_EQ(s["mean_kl"].get<double>(), 0.0);
   EXPECT_EQ(s["top1_agreement"].get<double>(), 1.0);

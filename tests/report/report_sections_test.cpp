@@ -87,8 +87,11 @@ void expect_lens_cell(const std::string& dom, int layer, int column, int32_t wan
   EXPECT_NEAR(std::stod(shown_p), want_p, 0.0005 + 1e-12) << id;
   const std::string piece = tk.token_display(want_id);
   const std::string shown_piece = text_after(dom, element_at(dom, id), "class=\"piece\">");
-  if (piece.size() <= 7) EXPECT_EQ(shown_piece, html_escaped(piece)) << id;   // longer ones are cut with "…"
-  else EXPECT_EQ(shown_piece.substr(0, 4), html_escaped(piece.substr(0, 4))) << id;
+  if (piece.size() <= 7) {
+    EXPECT_EQ(shown_piece, html_escaped(piece)) << id;
+  } else {   // longer ones are cut with "…"
+    EXPECT_EQ(shown_piece.substr(0, 4), html_escaped(piece.substr(0, 4))) << id;
+  }
 }
 
 }  // namespace

@@ -270,8 +270,11 @@ TEST_F(Report, SummaryCountsEachHeadsMostAttendedKey) {
   }
   EXPECT_NE(r.out.find("attention at step 0, row 0, query 5 "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("heads by most-attended key (of " + std::to_string(heads) + "):"), std::string::npos) << r.out;
-  if (on_first > 0) EXPECT_NE(r.out.find("column 0 \u201cThe\u201d: " + std::to_string(on_first) + ";"), std::string::npos) << r.out;
-  else EXPECT_EQ(r.out.find("column 0 "), std::string::npos) << r.out;
+  if (on_first > 0) {
+    EXPECT_NE(r.out.find("column 0 \u201cThe\u201d: " + std::to_string(on_first) + ";"), std::string::npos) << r.out;
+  } else {
+    EXPECT_EQ(r.out.find("column 0 "), std::string::npos) << r.out;
+  }
   CliRun none = report(dir_->file("partial.h5") + " --summary");
   EXPECT_EQ(none.code, 1);
   EXPECT_NE(none.err.find("trace with --hooks 'layers.*.attn.probs'"), std::string::npos) << none.err;

@@ -84,7 +84,10 @@ inline const nlohmann::json& refs(const std::string& name) {
 // "[1, 2, 3]" for failure messages
 inline std::string ids_str(const std::vector<int32_t>& ids) {
   std::string s = "[";
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(ids[i]);
+  }
   return s + "]";
 }
 
