@@ -1,0 +1,254 @@
+// lmscope._core: the engine itself for Python (docs/python.md, "The engine in Python"). One
+// class, Engine: a model loaded as the tools load it (tools/model_args.h), its tokenizer, and
+// run(), the one way Python runs the model: generate() with HF's semantics (run_traced, as
+// lmscope-trace runs it), hook tensors kept in memory (ArraySink) and/or written to a trace
+// file, edits by spec interventions and Python functions (PythonHooks). The friendly calls
+// (run_with_cache, run_with_hooks, generate, trace) are python/lmscope/__init__.py.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <climits>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "intervene/spec.h"
+#include "python/src/array_sink.h"
+#include "python/src/python_hooks.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/encode_trace.h"
+#include "tools/model_args.h"
+
+namespace pyb = pybind11;
+using namespace lmscope;
+
+namespace {
+
+// A held tensor as a numpy array that owns its buffer (no second copy).
+pyb::array to_numpy(py::HeldTensor&& t) {
+  if (t.ids) {
+    auto* v = new std::vector<int32_t>(std::move(t.i32));
+    pyb::capsule owner(v, [](void* p) { delete static_cast<std::vector<int32_t>*>(p); });
+    return pyb::array_t<int32_t>(t.shape, v->data(), owner);
+  }
+  auto* v = new std::vector<float>(std::move(t.f32));
+  pyb::capsule owner(v, [](void* p) { delete static_cast<std::vector<float>*>(p); });
+  return pyb::array_t<float>(t.shape, v->data(), owner);
+}
+
+SamplingConfig sampling_from(const pyb::dict& d) {
+  SamplingConfig sc;
+  for (auto item : d) {
+    const std::string k = pyb::str(item.first);
+    if (k == "do_sample") sc.do_sample = item.second.cast<bool>();
+    else if (k == "temperature") sc.temperature = item.second.cast<float>();
+    else if (k == "top_k") sc.top_k = item.second.cast<int>();
+    else if (k == "top_p") sc.top_p = item.second.cast<float>();
+    else if (k == "min_p") sc.min_p = item.second.cast<float>();
+    else if (k == "repetition_penalty") sc.repetition_penalty = item.second.cast<float>();
+    else if (k == "seed") sc.seed = item.second.cast<uint64_t>();
+    else if (k == "audit_top") sc.audit_top = item.second.cast<int>();
+    else throw pyb::value_error("unknown sampling setting '" + k + "'");
+  }
+  validate(sc);   // std::invalid_argument (ValueError) on what HF rejects
+  return sc;
+}
+
+class Engine {
+ public:
+  Engine(const std::string& path, const std::string& backend, const std::string& dtype,
+         const std::string& cpu_activations, int pad_id) {
+    if (!std::filesystem::exists(path)) {
+      PyErr_SetString(PyExc_FileNotFoundError, ("no such model file or directory: '" + path + "'").c_str());
+      throw pyb::error_already_set();
+    }
+    cli::ModelArgs a;
+    a.model = path;
+    a.backend = backend;
+    a.dtype = dtype;
+    a.cpu_activations = cpu_activations;
+    a.pad_override = pad_id;
+    m_ = std::make_unique<cli::ToolModel>();
+    try {
+      cli::load_tool_model_into(*m_, a, "python: lmscope.Model('" + path + "')", /*need_prompts=*/false);
+    } catch (const std::exception& e) {
+      throw pyb::value_error(e.what());   // a damaged or unsupported model: bad input
+    }
+  }
+
+  pyb::dict info() const {
+    const ModelConfig& c = m_->loaded.cfg;
+    pyb::dict d;
+    d["num_layers"] = c.num_layers;
+    d["hidden_size"] = c.hidden_size;
+    d["num_heads"] = c.num_heads;
+    d["num_kv_heads"] = c.num_kv_heads;
+    d["head_dim"] = c.head_dim;
+    d["intermediate_size"] = c.intermediate_size;
+    d["vocab_size"] = c.vocab_size;
+    d["source_kind"] = m_->loaded.source_kind;
+    d["backend"] = m_->backend->name();
+    d["dtype"] = m_->backend->compute_dtype();
+    d["eos_ids"] = m_->special.eos_ids;
+    d["pad_id"] = m_->special.pad_id;
+    d["has_tokenizer"] = bool(m_->tokenizer);
+    d["config_json"] = c.json_text;
+    return d;
+  }
+
+  const tok::Tokenizer& tokenizer() const {
+    if (!m_->tokenizer) throw pyb::value_error("no tokenizer beside the model '" + m_->ctx.model_path + "': give ids");
+    return *m_->tokenizer;
+  }
+
+  // (ids, the encoding as lmscope-bpe --json writes it: words, merges, tokens)
+  std::pair<std::vector<int32_t>, std::string> encode(const std::string& text, bool add_special) const {
+    EncodeTrace et;
+    std::vector<int32_t> ids = tokenizer().encode(text, add_special, &et);
+    return {ids, trace_to_json(tokenizer(), et)};
+  }
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special) const {
+    return tokenizer().decode(ids, skip_special);
+  }
+  std::vector<std::string> pieces(const std::vector<int32_t>& ids) const {
+    std::vector<std::string> out;
+    for (int32_t id : ids) out.push_back(tokenizer().token_display(id));
+    return out;
+  }
+  std::string chat(const std::vector<std::pair<std::string, std::string>>& messages, bool add_generation_prompt,
+                   const std::string& format) const {
+    std::vector<tok::ChatMessage> ms;
+    for (const auto& [role, content] : messages) ms.push_back({role, content});
+    return tok::format_chat(tokenizer(), ms, add_generation_prompt, tok::parse_chat_format(format));
+  }
+
+  // The one run: see python/lmscope/__init__.py for what each caller passes.
+  pyb::dict run(const std::vector<std::variant<std::vector<int32_t>, std::string>>& prompts, bool add_special,
+                const std::string& names, int keep_steps, const std::string& padding_side, int max_new_tokens,
+                bool use_cache, const pyb::dict& sampling, const std::optional<std::vector<int32_t>>& eos_ids,
+                const std::vector<std::string>& stop, const std::vector<std::string>& specs, const pyb::list& hooks,
+                const std::string& out, const pyb::object& stream, int compress) {
+    const ModelConfig& cfg = m_->loaded.cfg;
+    GenerateOptions opt;
+    m_->ctx.encodings.clear();
+    for (const auto& p : prompts) {
+      if (const std::string* text = std::get_if<std::string>(&p)) {
+        EncodeTrace et;
+        opt.prompts.push_back(tokenizer().encode(*text, add_special, &et));
+        m_->ctx.encodings.push_back(std::move(et));
+        if (opt.prompts.back().empty()) throw pyb::value_error("the prompt '" + *text + "' encodes to no tokens");
+      } else {
+        opt.prompts.push_back(std::get<std::vector<int32_t>>(p));
+        if (opt.prompts.back().empty()) throw pyb::value_error("a prompt of no ids");
+      }
+      for (int32_t id : opt.prompts.back())
+        if (id < 0 || id >= cfg.vocab_size)
+          throw pyb::value_error("token id " + std::to_string(id) + " is outside the vocabulary (" +
+                                 std::to_string(cfg.vocab_size) + ")");
+    }
+    if (opt.prompts.empty()) throw pyb::value_error("no prompt");
+    if (max_new_tokens < 1) throw pyb::value_error("max_new_tokens must be at least 1, got " + std::to_string(max_new_tokens));
+    opt.padding_side = parse_padding_side(padding_side);
+    opt.max_new_tokens = max_new_tokens;
+    opt.use_cache = use_cache;
+    opt.sampling = sampling_from(sampling);
+    opt.pad_id = m_->special.pad_id;
+    opt.eos_ids = eos_ids ? *eos_ids : m_->special.eos_ids;
+    opt.stop_strings = stop;
+    if (!stop.empty()) {
+      const tok::Tokenizer* tk = &tokenizer();
+      opt.token_bytes = [tk](int32_t id) { return id >= 0 && id < tk->vocab_size() ? tk->token_bytes(id) : std::string(); };
+    }
+
+    // Edits: spec interventions first, then the Python functions (python_hooks.h).
+    std::vector<InterventionSpec> parsed;
+    for (const std::string& s : specs) parsed.push_back(parse_intervention(s));   // invalid_argument: ValueError
+    std::unique_ptr<Interventions> interventions;
+    if (!parsed.empty()) try {
+        interventions = std::make_unique<Interventions>(std::move(parsed), cfg);
+      } catch (const std::runtime_error& e) {
+        throw pyb::value_error(e.what());
+      }
+    std::vector<py::PythonHook> fns;
+    for (const pyb::handle item : hooks) {
+      const auto pair = item.cast<std::pair<std::string, pyb::function>>();
+      fns.push_back(python_hook(pair.first, pair.second));
+    }
+    std::unique_ptr<HookEditor> editor;
+    if (!fns.empty()) editor = std::make_unique<py::PythonHooks>(std::move(fns), std::move(interventions));
+    else editor = std::move(interventions);
+    opt.editor = editor.get();
+
+    if (!stream.is_none())
+      opt.on_step = [&stream](int step, const std::vector<int32_t>& tokens) {
+        pyb::gil_scoped_acquire gil;
+        stream(step, tokens);
+      };
+    HookSet hook_set;
+    if (!names.empty()) try {
+        hook_set = HookSet(names, "", cfg.num_layers);
+      } catch (const std::runtime_error& e) {
+        throw pyb::value_error(e.what());   // a name or glob that names no hook
+      }
+    py::ArraySink sink(keep_steps);
+    TracedRun res;
+    {
+      pyb::gil_scoped_release nogil;   // the forward runs without the GIL; hooks take it back
+      res = run_traced(m_->ctx, opt, hook_set, out, keep_steps > 0 ? &sink : nullptr, compress);
+    }
+    pyb::dict d;
+    d["new_tokens"] = res.new_tokens;
+    std::vector<std::string> reasons;
+    for (StopReason r : res.stop_reasons) reasons.push_back(stop_reason_name(r));
+    d["stop_reasons"] = reasons;
+    d["prompts"] = opt.prompts;
+    d["missing_hooks"] = res.missing_hooks;
+    d["prefill_seconds"] = res.prefill_seconds;
+    d["decode_seconds"] = res.decode_seconds;
+    pyb::dict steps;
+    for (auto& [step, tensors] : sink.steps()) {
+      pyb::dict s;
+      for (auto& [name, t] : tensors) s[pyb::str(name)] = to_numpy(std::move(t));
+      steps[pyb::int_(step)] = s;
+    }
+    d["steps"] = steps;
+    return d;
+  }
+
+ private:
+  py::PythonHook python_hook(const std::string& site, const pyb::function& fn) const {
+    const auto parsed = parse_hook_name(site);
+    // "layers.3.attn.z" -> "layers.L.attn.z", the spelling of intervention_site_names()
+    const std::string generic = site.rfind("layers.", 0) == 0 ? "layers.L." + site.substr(site.find('.', 7) + 1) : site;
+    const auto& editable = intervention_site_names();
+    if (!parsed || std::find(editable.begin(), editable.end(), generic) == editable.end())
+      throw pyb::value_error("hook site '" + site + "' is not an editable site (" + [&] {
+        std::string all;
+        for (const std::string& s : editable) all += (all.empty() ? "" : ", ") + s;
+        return all;
+      }() + ")");
+    if (hook_info(parsed->id).per_layer && (parsed->layer < 0 || parsed->layer >= m_->loaded.cfg.num_layers))
+      throw pyb::value_error("hook site '" + site + "': layer " + std::to_string(parsed->layer) + " is outside 0.." +
+                             std::to_string(m_->loaded.cfg.num_layers - 1));
+    return {parsed->id, parsed->layer, fn, site};
+  }
+
+  std::unique_ptr<cli::ToolModel> m_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_core, mod) {
+  mod.doc() = "lmscope's engine (use the lmscope package, python/lmscope/__init__.py)";
+  pyb::class_<Engine>(mod, "Engine")
+      .def(pyb::init<const std::string&, const std::string&, const std::string&, const std::string&, int>())
+      .def("info", &Engine::info)
+      .def("encode", &Engine::encode)
+      .def("decode", &Engine::decode)
+      .def("pieces", &Engine::pieces)
+      .def("chat", &Engine::chat)
+      .def("run", &Engine::run);
+}

@@ -1,0 +1,132 @@
+"""What the module promises beyond parity: names, lifetimes, errors as Python exceptions."""
+import gc
+
+import numpy as np
+import pytest
+
+import lmscope
+from conftest import SMOLLM2, TINY, TINY_IDS
+
+
+def test_transformer_lens_names_and_layouts(tiny):
+    _, cache = tiny.run_with_cache(TINY_IDS)
+    np.testing.assert_array_equal(cache["pattern", 1], cache["layers.1.attn.probs"])
+    np.testing.assert_array_equal(cache["blocks.1.attn.hook_pattern"], cache["layers.1.attn.probs"])
+    q = cache["layers.1.attn.q"]                       # ours [B, H, T, hd]
+    np.testing.assert_array_equal(cache["q", 1], q.transpose(0, 2, 1, 3))   # TL's [batch, pos, head, d_head]
+    assert ("resid_pre", 0) in cache and ("resid_pre", 99) not in cache
+    tl = cache.to_transformer_lens()
+    assert "blocks.0.hook_resid_pre" in tl and "hook_embed" in tl
+    with pytest.raises(KeyError):
+        cache["nonsense", 1]
+
+
+def test_a_hook_named_the_transformer_lens_way_sees_tls_layout(tiny):
+    seen = {}
+
+    def look(q, ctx):
+        seen["shape"] = q.shape
+        q[:, -1, 0, :] = 0       # TL's [batch, pos, head, d_head]: head 0 at the last position
+
+    edited = tiny.run_with_hooks(TINY_IDS, hooks=[("blocks.1.attn.hook_q", look)])
+    H, hd = tiny.info["num_heads"], tiny.info["head_dim"]
+    assert seen["shape"] == (1, len(TINY_IDS), H, hd)
+    same = tiny.run_with_hooks(TINY_IDS, hooks=[lmscope.Zero("layers.1.attn.q", head=0, pos=-1)])
+    np.testing.assert_array_equal(edited, same)
+
+
+def test_every_layer_glob_and_context(tiny):
+    calls = []
+    tiny.run_with_hooks(TINY_IDS, hooks=[("layers.*.resid_pre", lambda x, ctx: calls.append(
+        (ctx["layer"], ctx["step"], ctx["positions"].tolist())))])
+    assert [c[0] for c in calls] == list(range(tiny.info["num_layers"]))
+    assert calls[0][1] == 0 and calls[0][2] == [list(range(len(TINY_IDS)))]
+
+
+def test_arrays_outlive_the_model_and_the_cache(tiny):
+    m = lmscope.Model(TINY)
+    logits, cache = m.run_with_cache(TINY_IDS, names=["embed"])
+    embed = cache["embed"]
+    expected = embed.copy()
+    del m, cache
+    gc.collect()
+    lmscope.Model(TINY).run_with_cache(TINY_IDS)   # new allocations over any freed memory
+    np.testing.assert_array_equal(embed, expected)
+    assert np.isfinite(logits).all()
+
+
+def test_an_exception_in_a_hook_stops_the_run_with_that_exception(tiny, tmp_path):
+    class Stop(Exception):
+        pass
+
+    def boom(x, ctx):
+        raise Stop("from the hook at layer %d" % ctx["layer"])
+
+    out = tmp_path / "t.h5"
+    with pytest.raises(Stop, match="from the hook at layer 1"):
+        tiny.trace(TINY_IDS, out=out, max_new_tokens=3, edits=[("layers.1.resid_pre", boom)])
+    assert not out.exists()                 # no half-written trace
+    assert tiny.generate(TINY_IDS, max_new_tokens=2).ids   # the model still runs
+
+
+def test_bad_input_is_one_line_as_a_python_exception(tiny, tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such model"):
+        lmscope.Model(tmp_path / "absent.gguf")
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 20)
+    with pytest.raises(ValueError) as e:
+        lmscope.Model(bad)
+    assert str(bad) in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="not an editable site"):
+        tiny.run_with_hooks(TINY_IDS, hooks=[("layers.1.attn.scores", lambda x, c: None)])
+    with pytest.raises(ValueError, match="layer 40 is outside"):
+        tiny.run_with_hooks(TINY_IDS, hooks=[("layers.40.resid_pre", lambda x, c: None)])
+    with pytest.raises(ValueError, match="intervention 'layers.1.attn.z\\[head=99\\]=zero'"):
+        tiny.run_with_hooks(TINY_IDS, hooks=["layers.1.attn.z[head=99]=zero"])
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        tiny.run_with_cache([10 ** 6])
+    with pytest.raises(ValueError, match="temperature"):
+        tiny.generate(TINY_IDS, do_sample=True, temperature=0)
+    with pytest.raises(ValueError, match="names no known hook"):
+        tiny.run_with_cache(TINY_IDS, names=["resid_post"])
+    with pytest.raises(ValueError, match=r"returned shape \[1,1,64\], the tensor is \[1,11,64\]"):
+        tiny.run_with_hooks(TINY_IDS, hooks=[("layers.1.resid_pre", lambda x, c: x[:, :1])])
+
+
+def test_tokenize_decode_and_chat(smollm2):
+    t = smollm2.tokenize("Hello world")
+    assert smollm2.decode(t.ids) == "Hello world"
+    assert len(t.pieces) == len(t.ids) and t.encoding["ids"] == t.ids
+    text = smollm2.apply_chat_template([{"role": "user", "content": "Hi"}])
+    assert text.startswith("<|im_start|>") and text.endswith("<|im_start|>assistant\n")
+    chat = smollm2.tokenize("Hi", chat=True)
+    assert chat.pieces[0] == "<|im_start|>" and smollm2.decode(chat.ids) == text
+
+
+def test_stream_sees_every_token(smollm2):
+    seen = []
+    g = smollm2.generate("What is the capital of France?", chat=True, max_new_tokens=30,
+                         stream=lambda step, toks: seen.append(toks[0]))
+    assert seen == g.ids[0] and g.stop_reasons == ["eos"]
+    assert "Paris" in g.text[0]
+
+
+def test_the_forward_runs_without_the_gil(tiny):
+    import threading
+    import time
+    window = {}
+
+    def run():
+        window["start"] = time.monotonic()
+        tiny.generate(TINY_IDS, max_new_tokens=64)
+        window["end"] = time.monotonic()
+
+    t = threading.Thread(target=run)
+    ticks = []
+    t.start()
+    while t.is_alive():
+        ticks.append(time.monotonic())
+    t.join()
+    inside = [x for x in ticks if window["start"] + 0.01 < x < window["end"] - 0.01]
+    assert window["end"] - window["start"] > 0.05    # long enough to tell
+    assert len(inside) > 100                         # this thread kept running during the forward
