@@ -88,6 +88,11 @@ class Bpe {
 
   void clear_cache() const;
 
+  // The steps the calling thread's traced merges have taken, in all, to find the merges'
+  // positions (MergeStep::position): O(log n) a merge, for the test that holds a long word's
+  // trace to n log n.
+  static uint64_t trace_position_steps();
+
  private:
   struct Cache;
   void initial_symbols(std::string_view word, bool byte_level, std::vector<int32_t>& syms) const;

@@ -3,6 +3,8 @@
 
 #include <pcre2.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 
 #include "tokenizer/utf8.h"
@@ -42,6 +44,13 @@ MatchState& match_state() {
   return st;
 }
 
+// The match limit for a call with `rest` bytes of text left: PCRE2's default 10^7, or 4 steps
+// a byte past that, at most 2^32 - 1.
+uint32_t match_limit(size_t rest) {
+  constexpr uint64_t kDefault = 10'000'000;
+  return uint32_t(std::min<uint64_t>(std::max<uint64_t>(kDefault, 4 * uint64_t(rest)), UINT32_MAX));
+}
+
 std::string pcre2_message(int code) {
   PCRE2_UCHAR buf[256];
   int n = pcre2_get_error_message(code, buf, sizeof buf);
@@ -71,6 +80,12 @@ void Regex::find_all(std::string_view text, std::vector<std::pair<size_t, size_t
   const size_t n = text.size();
   size_t pos = 0;
   while (pos <= n) {
+    // PCRE2's default match limit (10^7 backtracking steps a call) would refuse a long
+    // whitespace run: `\s*[\r\n]+` steps back over the whole run before it fails, one step a
+    // character, so the pre-tokenizer patterns need the run's length plus a few steps. The
+    // limit grows with the text still unmatched (never below the default); these patterns'
+    // work over a whole text stays linear (docs/tokenizer.md, "Long whitespace runs").
+    pcre2_set_match_limit(st.mctx, match_limit(n - pos));
     // The text was validated once on entry: no per-call UTF check.
     int rc = jit_ ? pcre2_jit_match(impl_->code, subject, n, pos, 0, st.md, st.mctx)
                   : pcre2_match(impl_->code, subject, n, pos, PCRE2_NO_UTF_CHECK, st.md, st.mctx);
