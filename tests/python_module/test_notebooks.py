@@ -43,8 +43,8 @@ def _nb_modules():
         import nbformat  # noqa: F401
         import ipykernel  # noqa: F401
         import matplotlib  # noqa: F401
-    except ImportError as e:
-        pytest.skip("%s (scripts/setup.sh installs python3-nbclient, python3-nbformat, python3-ipykernel, "
+    except ImportError as e:   # not a skip: scripts/setup.sh installs them, so missing = a broken setup
+        pytest.fail("%s (scripts/setup.sh installs python3-nbclient, python3-nbformat, python3-ipykernel, "
                     "python3-matplotlib)" % e)
     import nbformat
     return nbformat
