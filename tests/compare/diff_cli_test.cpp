@@ -9,6 +9,7 @@
 #include "io/hdf5.h"
 #include "tests/golden_manifest.h"
 #include "tests/test_util.h"
+#include "tokenizer/ids_text.h"
 
 using namespace lmscope::testing_util;
 
@@ -121,8 +122,7 @@ class PartialTrace : public ::testing::Test {
     const nlohmann::json g = lmscope::golden::entry("tiny-qwen2-a");
     ASSERT_FALSE(g.is_null()) << "golden/traces/manifest.json has no tiny-qwen2-a";
     golden = lmscope::golden::root() + "/" + g["file"].get<std::string>();
-    std::string ids;
-    for (int id : g["prompt_ids"][0]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    const std::string ids = lmscope::join_ids(g["prompt_ids"][0].get<std::vector<int32_t>>());
     const std::string trace = LMSCOPE_BINARY_DIR "/lmscope-trace";
     const std::string cmd = "'" + trace + "' -q --model '" + lmscope::golden::root() + "/" + g["model"].get<std::string>() +
                             "' --prompt-ids " + ids + " --max-new-tokens " + std::to_string(g["max_new_tokens"].get<int>()) +

@@ -39,7 +39,7 @@ TEST(DistillCli, KlTimesTSquaredMatchesTorch) {
   std::ifstream f(kRoot + "/golden/distill/kl_refs.json");
   const nlohmann::json ref = nlohmann::json::parse(f);
   std::string temps;
-  for (const auto& t : ref["temperatures"]) temps += (temps.empty() ? "" : ",") + std::to_string(t["T"].get<double>());
+  for (const auto& t : ref["temperatures"]) temps.append(temps.empty() ? "" : ",").append(std::to_string(t["T"].get<double>()));
   CliRun r = distill(kStudent, kTeacher, "--json --kl-temperature " + temps);
   ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);

@@ -48,7 +48,7 @@ int run(const std::string& cmd, std::string* err) {
 }  // namespace
 
 TEST(CudaCli, NoDeviceIsOneLineSuggestingTheCpu) {
-  HiddenEmulatedDevice hidden;
+  [[maybe_unused]] HiddenEmulatedDevice hidden;   // an empty guard outside the emulated build
   if (device_usable()) GTEST_SKIP() << "a CUDA device is usable here: nothing to refuse";
   const std::string model = kRoot + "/golden/models/tiny-qwen2";
   for (const std::string& cmd :
@@ -63,7 +63,7 @@ TEST(CudaCli, NoDeviceIsOneLineSuggestingTheCpu) {
 }
 
 TEST(CudaCli, AutoFallsBackToTheCpuAndBf16NeedsCuda) {
-  HiddenEmulatedDevice hidden;
+  [[maybe_unused]] HiddenEmulatedDevice hidden;   // an empty guard outside the emulated build
   if (device_usable()) GTEST_SKIP() << "a CUDA device is usable here: auto picks it";
   EXPECT_EQ(lmscope::make_backend("auto")->name(), "cpu");
   EXPECT_THROW(lmscope::make_backend("cpu", "bf16"), std::runtime_error);

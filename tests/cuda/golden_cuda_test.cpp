@@ -37,6 +37,7 @@
 #include "model/weights.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_writer.h"
+#include "tokenizer/ids_text.h"
 
 using namespace lmscope;
 using namespace lmscope::cuda_test;
@@ -199,11 +200,7 @@ std::string smallest_gap(const std::string& path) {
   return buf;
 }
 
-std::string join(const std::vector<int>& v) {
-  std::string s;
-  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-  return s;
-}
+std::string join(const std::vector<int>& v) { return lmscope::join_ids(std::vector<int32_t>(v.begin(), v.end())); }
 
 class GoldenCuda : public ::testing::TestWithParam<std::string> {};
 

@@ -19,6 +19,7 @@
 #include "cuda_test_util.h"
 #include "tests/golden_manifest.h"
 #include "tests/test_util.h"
+#include "tokenizer/ids_text.h"
 
 namespace fs = std::filesystem;
 using namespace lmscope;
@@ -27,11 +28,7 @@ namespace {
 
 const std::string kBin = LMSCOPE_BINARY_DIR;
 
-std::string join_ids(const nlohmann::json& ids) {
-  std::string s;
-  for (int id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
-  return s;
-}
+std::string join_ids(const nlohmann::json& ids) { return lmscope::join_ids(ids.get<std::vector<int32_t>>()); }
 
 // lmscope-trace with the golden's generation settings.
 std::string trace_command(const nlohmann::json& g, const std::string& dtype, const std::string& out) {

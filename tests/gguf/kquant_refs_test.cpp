@@ -101,7 +101,9 @@ TEST(KQuantRefs, R1OutputWeightRowsMatchGgufPy) {
     EXPECT_EQ(hex64(c_io.weighted), chunks[size_t(r0 / chunk)].get<std::string>()) << "dequantize, rows from " << r0;
     all_rows.add(y.data(), n * cols, uint64_t(r0 * cols));
     all_io.add(y_io.data(), n * cols, uint64_t(r0 * cols));
-    if (r0 == 0) EXPECT_EQ(ggtest::unhex_f32(ref.at("row_first")), std::vector<float>(y.begin(), y.begin() + cols));
+    if (r0 == 0) {
+      EXPECT_EQ(ggtest::unhex_f32(ref.at("row_first")), std::vector<float>(y.begin(), y.begin() + cols));
+    }
     if (r0 + chunk >= rows) {
       const auto last = y.begin() + (rows - 1 - r0) * cols;
       EXPECT_EQ(ggtest::unhex_f32(ref.at("row_last")), std::vector<float>(last, last + cols));

@@ -13,6 +13,7 @@
 #include "tests/golden_manifest.h"
 #include "tests/llamacpp/llamacpp_ref.h"
 #include "tests/test_util.h"
+#include "tokenizer/ids_text.h"
 
 using namespace lmscope;
 using namespace lmscope::llamacpp;
@@ -56,9 +57,9 @@ void print_rows(const std::string& what, const std::vector<RowDiff>& d, int64_t 
 constexpr float kFloorMultiple = 2.0f;
 
 std::vector<float> measure_q8_noise_floor(const Reference& ref) {
-  std::string ids;
-  for (int32_t id : ref.input_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-  for (int32_t id : ref.decode_ids) ids += "," + std::to_string(id);
+  std::vector<int32_t> all = ref.input_ids;
+  all.insert(all.end(), ref.decode_ids.begin(), ref.decode_ids.end());
+  const std::string ids = join_ids(all);
   testing_util::TempDir tmp;
   std::vector<Logits> runs;
   for (const std::string env : {"", "LMSCOPE_CPU_ATTENTION=row "}) {   // tiled, then row attention
@@ -155,8 +156,7 @@ TEST(LlamaCppLogits, LiveLlamaCpp) {
   // Its one line names scripts/build-llamacpp.sh.
   if (where.code != 0) GTEST_SKIP() << where.err.substr(0, where.err.find_last_not_of('\n') + 1);
   const Reference committed = read_reference(kReference);
-  std::string ids;
-  for (int32_t id : committed.input_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  const std::string ids = join_ids(committed.input_ids);
   testing_util::TempDir tmp;
   const std::string out = tmp.file("live.h5");
   const testing_util::CliRun run = testing_util::run_cli(

@@ -472,10 +472,12 @@ def test_tokens_are_the_pieces_when_the_trace_has_a_tokenizer_group(tmp_path):
             [str(t.generated_ids[0, 0])]
 
 
-def test_pyproject_names_the_module():
+def test_pip_install_installs_the_reader():
+    # pip install ./python (python/pyproject.toml) installs what CMake's component "python" holds.
     root = os.path.dirname(os.path.dirname(os.path.abspath(lmscope_trace.__file__)))
-    text = open(os.path.join(root, "python", "pyproject.toml")).read()
-    assert 'py-modules = ["lmscope_trace"]' in text
+    assert 'install.components = ["python"]' in open(os.path.join(root, "python", "pyproject.toml")).read()
+    cmake = open(os.path.join(root, "CMakeLists.txt")).read()
+    assert "install(FILES ${PROJECT_SOURCE_DIR}/python/lmscope_trace.py DESTINATION . COMPONENT python)" in cmake
     assert os.path.samefile(lmscope_trace.__file__, os.path.join(root, "python", "lmscope_trace.py"))
 
 

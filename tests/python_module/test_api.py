@@ -111,14 +111,15 @@ def test_stream_sees_every_token(smollm2):
     assert "Paris" in g.text[0]
 
 
-def test_the_forward_runs_without_the_gil(tiny):
+def test_the_forward_runs_without_the_gil(smollm2):
     import threading
     import time
     window = {}
+    long_prompt = " ".join(["The cat sat on the mat."] * 16)   # one call of about a second
 
     def run():
         window["start"] = time.monotonic()
-        tiny.generate(TINY_IDS, max_new_tokens=64)
+        smollm2.generate(long_prompt, max_new_tokens=4, use_cache=False)
         window["end"] = time.monotonic()
 
     t = threading.Thread(target=run)

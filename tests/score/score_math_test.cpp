@@ -129,7 +129,7 @@ TEST(ScoreMath, RefusesWhatCannotBeScored) {
 TEST(ScoreMath, ReportsShowEveryPredictedTokenAndTheSummary) {
   Tensor z = logits_of(1, 3, 8);
   ScoreResult r = score_logits(z, {{1, 2, 3}});
-  PieceFn piece = [](int32_t id) { return "t" + std::to_string(id); };
+  PieceFn piece = [](int32_t id) { return std::string("t").append(std::to_string(id)); };
   const std::string text = score_report_text(r, {"abc"}, piece);
   EXPECT_NE(text.find("text 0: \"abc\" (3 tokens)"), std::string::npos) << text;
   EXPECT_NE(text.find("\"t3\""), std::string::npos) << text;

@@ -64,8 +64,8 @@ TEST(BpeCli, StepsAndPiecesThatArePartsOfCharacters) {
   CliRun r = run("--tokenizer " + tiny + " --steps 中华人民共和国");
   ASSERT_EQ(r.code, 0) << r.err;
   std::string strings, pieces;
-  for (const auto& t : js["tokens"]) strings += (strings.empty() ? "" : " ") + ("\"" + t.get<std::string>() + "\"");
-  for (const auto& p : js["pieces"]) pieces += (pieces.empty() ? "" : " ") + ("\"" + p.get<std::string>() + "\"");
+  for (const auto& t : js["tokens"]) strings.append(strings.empty() ? "\"" : " \"").append(t.get<std::string>()).append("\"");
+  for (const auto& p : js["pieces"]) pieces.append(pieces.empty() ? "\"" : " \"").append(p.get<std::string>()).append("\"");
   EXPECT_NE(r.out.find("vocabulary strings: " + strings + "\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("their bytes add up to \"中华人民共和国\": 7 characters in " + std::to_string(js["ids"].size()) +
                        " tokens"),

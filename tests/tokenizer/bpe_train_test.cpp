@@ -119,9 +119,9 @@ TEST(BpeTrainCli, WatchesTheWordBecomeOneSymbol) {
   const size_t at = r.out.find("\n" + line);
   ASSERT_NE(at, std::string::npos) << r.out.substr(0, 600);
   const std::string row = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
-  EXPECT_NE(row.find("\"" + first[0].get<std::string>() + "\" + \"" + first[1].get<std::string>() + "\""),
-            std::string::npos)
-      << row;
+  const std::string pair =
+      std::string("\"").append(first[0].get<std::string>()).append("\" + \"").append(first[1].get<std::string>()).append("\"");
+  EXPECT_NE(row.find(pair), std::string::npos) << row;
 }
 
 TEST(BpeTrainCli, SaveWritesATokenizerThatEncodesLikeHf) {
