@@ -28,7 +28,14 @@ if s.count(old) != 1:
 open(path, "w").write(s.replace(old, new))
 PY
   cmake --build "$build" --target test_cuda -j2 >/dev/null
-  if (cd "$build" && OMP_NUM_THREADS=1 ./test_cuda --gtest_filter="$filter" >"$OLDPWD/$build/mutation.log" 2>&1); then
+  local status=0
+  (cd "$build" && OMP_NUM_THREADS=1 ./test_cuda --gtest_filter="$filter" >"$OLDPWD/$build/mutation.log" 2>&1) || status=$?
+  # A filter that selects no test would pass every mutation: that is a broken check, not a catch.
+  if grep -q '^\[==========\] 0 tests' "$build/mutation.log"; then
+    echo "cuda-mutations: --gtest_filter='$filter' selects no test" >&2
+    exit 2
+  fi
+  if [ "$status" -eq 0 ]; then
     echo "SURVIVED  $what ($file): $filter still passes"
     survivors=$((survivors + 1))
   else
@@ -39,12 +46,12 @@ PY
 
 mutate kernels/attention.cu 'const int64_t s_begin = split * per_split, s_end = min(a.S, s_begin + per_split);' \
   'const int64_t s_begin = split * per_split, s_end = min(a.S - 1, s_begin + per_split);' \
-  'CudaAttention.*' "off-by-one in the fused attention's key loop"
+  '*CudaAttention.*' "off-by-one in the fused attention's key loop"
 mutate kernels/elementwise.cu '  if (lane == 0) warp_sums[warp] = sum_sq;
   __syncthreads();' '  if (lane == 0) warp_sums[warp] = sum_sq;' \
   'CudaKernels.RmsNorm' "missing __syncthreads in rmsnorm"
 mutate kernels/warp_reduce.cuh '__shfl_xor_sync(0xffffffffu, v, off)' '__shfl_xor_sync(0xffffffffu, v, off, 16)' \
-  'CudaKernels.DecodeMatmul*:CudaAttention.*' "wrong shuffle width in warp_sum"
+  'CudaKernels.DecodeMatmul*:*CudaAttention.*' "wrong shuffle width in warp_sum"
 mutate lib/backend/cuda/cuda_backend.cpp 'cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N,' 'cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N,' \
   'CudaKernels.LinearF32*' "swapped cuBLAS transpose"
 cmake --build "$build" --target test_cuda -j2 >/dev/null   # back to the real sources
