@@ -10,8 +10,9 @@ times, median of --repeats, one forward of --tokens tokens:
   plain      no hook (lmscope: run_with_hooks with none; HF: model(ids))
   cache_all  every activation kept as numpy (lmscope: run_with_cache(); HF: a forward hook on
              every module copying its output to numpy, and output_hidden_states)
-  py_hooks   an identity Python hook on every layer's output (lmscope: layers.*.resid_post;
-             HF: register_forward_hook on each decoder layer); per call = (py_hooks - plain) / L
+  py_hooks   5 identity Python hooks per layer, 5 L calls a forward (lmscope: resid_pre,
+             attn_out, resid_mid, ffn_out, resid_post; HF: register_forward_hook on each decoder
+             layer, its self_attn, mlp and both norms); per call = (py_hooks - plain) / (5 L)
 Prints one JSON object.
 """
 import argparse
@@ -38,10 +39,11 @@ def bench_lmscope(args, ids):
     L = m.info["num_layers"]
     plain = timed(lambda: m.run_with_hooks(ids), args.repeats)
     cache_all = timed(lambda: m.run_with_cache(ids), args.repeats)
-    py_hooks = timed(lambda: m.run_with_hooks(ids, hooks=[("layers.*.resid_post", lambda x, ctx: None)]), args.repeats)
+    sites = ["layers.*.resid_pre", "layers.*.attn_out", "layers.*.resid_mid", "layers.*.ffn_out", "layers.*.resid_post"]
+    py_hooks = timed(lambda: m.run_with_hooks(ids, hooks=[(s, lambda x, ctx: None) for s in sites]), args.repeats)
     _, cache = m.run_with_cache(ids)
     return dict(engine="lmscope", layers=L, plain=plain, cache_all=cache_all, py_hooks=py_hooks,
-                per_hook_call=(py_hooks - plain) / L, arrays=len(cache),
+                per_hook_call=(py_hooks - plain) / (5 * L), arrays=len(cache),
                 megabytes=sum(a.nbytes for a in cache.values()) / 1e6)
 
 
@@ -76,7 +78,9 @@ def bench_hf(args, ids):
                 h.remove()
 
     def py_hooks():
-        handles = [layer.register_forward_hook(lambda m, i, o: None) for layer in layers]
+        modules = [m for layer in layers for m in (layer, layer.self_attn, layer.mlp, layer.input_layernorm,
+                                                   layer.post_attention_layernorm)]
+        handles = [mod.register_forward_hook(lambda m, i, o: None) for mod in modules]
         try:
             plain()
         finally:
@@ -87,7 +91,7 @@ def bench_hf(args, ids):
     t_cache = timed(cache_all, args.repeats)
     t_hooks = timed(py_hooks, args.repeats)
     return dict(engine="hf", layers=len(layers), plain=t_plain, cache_all=t_cache, py_hooks=t_hooks,
-                per_hook_call=(t_hooks - t_plain) / len(layers), arrays=len(kept),
+                per_hook_call=(t_hooks - t_plain) / (5 * len(layers)), arrays=len(kept),
                 megabytes=sum(a.nbytes for a in kept) / 1e6, torch=torch.__version__)
 
 
