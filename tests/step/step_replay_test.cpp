@@ -122,6 +122,16 @@ TEST(StepReplay, WithoutATokenizerTokensShowAsIds) {
   EXPECT_NE(page_text(s.out, "step 0 (prefill) · sampling decision").find("chosen: 549 #549"), std::string::npos);
 }
 
+// HF's trace of SmolLM2 made from the GGUF: transformers records a quantization_config in its
+// config, which a checkpoint to load would be refused for; a replay needs only the shapes.
+TEST(StepReplay, HfsTraceOfAGgufWalks) {
+  const std::string golden = LMSCOPE_SOURCE_DIR "/golden/smollm2/smollm2-chat-0.h5";
+  ASSERT_NE(TraceReader(golden).root_attr_string("config_json").find("quantization_config"), std::string::npos);
+  CliRun s = run_cli("cd " LMSCOPE_SOURCE_DIR " && " + kStep + " " + golden + " < /dev/null");
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_FALSE(page_text(s.out, "step 0 (prefill) · sampling decision").empty()) << s.out.substr(0, 2000);
+}
+
 TEST(StepReplay, BadInputIsOneLineAndExitCode1) {
   CliRun missing = run_cli(kStep + " /nonexistent/t.h5");
   EXPECT_EQ(missing.code, 1);
