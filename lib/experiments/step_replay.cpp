@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "model/trace_config.h"
 #include "tokenizer/encode_trace.h"
 #include "tokenizer/ids_text.h"
 
@@ -11,13 +12,7 @@ namespace lmscope {
 ModelConfig trace_model_config(const TraceReader& tr) {
   if (!tr.has_root_attr("config_json"))
     throw std::runtime_error("'" + tr.path() + "' has no config_json attribute (the model's numbers)");
-  // The trace's numbers (layers, widths, vocabulary) are what a replay needs. How the producer
-  // stored its weights is not: HF's traces of a GGUF carry the quantization_config transformers
-  // records for it, which a checkpoint to load from would have refused.
-  auto j = nlohmann::json::parse(tr.root_attr_string("config_json"), nullptr, /*allow_exceptions=*/false);
-  if (j.is_object()) j.erase("quantization_config");
-  return parse_model_config(j.is_discarded() ? tr.root_attr_string("config_json") : j.dump(),
-                            "'" + tr.path() + "' config_json");
+  return parse_trace_model_config(tr.root_attr_string("config_json"), "'" + tr.path() + "' config_json");
 }
 
 SamplingConfig trace_sampling(const TraceReader& tr) {

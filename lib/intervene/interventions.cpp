@@ -11,6 +11,7 @@
 #include "intervene/hook_layout.h"
 #include "io/sha256.h"
 #include "trace/trace_reader.h"
+#include "model/trace_config.h"
 
 namespace lmscope {
 
@@ -57,7 +58,7 @@ SourceTrace open_source(const InterventionSpec& s, const std::string& path, cons
   if (!r.has_root_attr("config_json")) fail(s, "source '" + path + "' has no config_json: not a trace of a model run");
   ModelConfig sc;
   try {
-    sc = parse_model_config(r.root_attr_string("config_json"), path);
+    sc = parse_trace_model_config(r.root_attr_string("config_json"), path);
   } catch (const std::exception& e) {
     fail(s, "source '" + path + "': " + e.what());
   }

@@ -9,6 +9,7 @@
 
 #include "io/sha256.h"
 #include "tests/cli/cli_test_util.h"
+#include "tokenizer/ids_text.h"
 #include "trace/trace_reader.h"
 
 using namespace lmscope;
@@ -112,4 +113,23 @@ TEST(InterventionsCli, TraceRecordsTheSpecAndDiffNamesTheEditedHook) {
   ASSERT_EQ(tool("lmscope-trace", trace_args(probs) + " --intervene 'layers.*.attn.probs=scale(1)'").code, 0);
   const auto near = tool("lmscope-diff", clean + " " + probs);
   EXPECT_EQ(near.code, 0) << near.out;
+}
+
+// HF's own trace of SmolLM2 (made from the GGUF: transformers records a quantization_config in
+// its config) is a valid source: HF's layer-0 attn_out patched into lmscope's run of the
+// same prompt keeps HF's greedy tokens (golden/smollm2/manifest: the trace's generated_ids).
+TEST(InterventionsCli, HfsTraceOfTheGgufIsAPatchSource) {
+  const std::string model = kRoot + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!std::filesystem::exists(model)) GTEST_SKIP() << model << " is absent: run scripts/fetch-model.sh";
+  const std::string hf = kRoot + "/golden/smollm2/smollm2-chat-0.h5";
+  const TraceReader golden(hf);
+  const auto prompt = nlohmann::json::parse(golden.root_attr_string("prompts"))[0].get<std::vector<int32_t>>();
+  const HookData hf_ids = golden.generated_ids();   // [B, N], row 0 first
+  std::vector<int32_t> first4;
+  for (size_t i = 0; i < 4 && i < size_t(hf_ids.shape.at(1)); ++i) first4.push_back(int32_t(hf_ids.values[i]));
+  const std::string ids = join_ids(prompt), want = join_ids(first4);
+  const auto r = tool("lmscope-trace", "-q --model " + model + " --prompt-ids " + ids +
+                                           " --max-new-tokens 4 --intervene 'layers.0.attn_out=patch(" + hf + ")'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("row 0: " + want + "\n"), std::string::npos) << r.out;
 }
