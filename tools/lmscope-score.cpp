@@ -5,12 +5,16 @@
 //
 //   lmscope-score --model models/SmolLM2-135M-Instruct.Q4_1.gguf --text "The capital of France is Paris."
 //   lmscope-score --model golden/models/tiny-qwen2 --ids 330,749,537 --ids 42,308 --json
+//   lmscope-score --model ... --text "..." --intervene 'layers.17.attn.z[head=3]=zero'   (the same
+//   forward with an edit: docs/interventions.md)
 #include <CLI/CLI.hpp>
 #include <climits>
 #include <iostream>
 
 #include "generate/score.h"
+#include "intervene/record.h"
 #include "tools/cli_common.h"
+#include "tools/intervention_args.h"
 #include "tools/model_args.h"
 
 using namespace lmscope;
@@ -54,11 +58,14 @@ int main(int argc, char** argv) {
                  "mean NLL, perplexity, mean p, top choice right (repeat for more ranges)");
   bool json = false;
   app.add_flag("--json", json, "print one JSON object: per-token rows and the summary");
+  cli::InterventionArgs iargs;   // the score of an intervened forward (docs/interventions.md)
+  iargs.add_to(app);
   if (auto code = cli::parse(app, argc, argv, "lmscope-score")) return *code;
   std::vector<std::pair<int64_t, int64_t>> ranges;
   try {
     for (const std::string& s : range_specs) ranges.push_back(parse_range(s));
-  } catch (const std::runtime_error& e) {
+    iargs.parse();
+  } catch (const std::exception& e) {
     return cli::usage_error("lmscope-score", e.what());
   }
 
@@ -74,7 +81,10 @@ int main(int argc, char** argv) {
     // Rows come in load_tool_model's order: every --ids, then every --text.
     std::vector<std::string> texts(margs.prompt_ids.size());
     texts.insert(texts.end(), margs.prompts.begin(), margs.prompts.end());
-    const ScoreResult r = score_rows(*tm->decoder, tm->prompts, tm->special.pad_id);
+    const std::unique_ptr<Interventions> interventions = iargs.build(tm->loaded.cfg);
+    if (interventions && !json) std::cout << interventions_line(interventions->record_json()) << "\n";
+    ScoreResult r = score_rows(*tm->decoder, tm->prompts, tm->special.pad_id, interventions.get());
+    if (interventions) r.interventions_json = interventions->record_json();
 
     const PieceFn piece = cli::piece_fn(tm->tokenizer ? &*tm->tokenizer : nullptr);
     std::vector<RangeSummary> sums;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "generate/batch.h"
+#include "generate/edited_forward.h"
 #include "intervene/interventions.h"
 
 namespace lmscope {
@@ -38,14 +39,8 @@ std::vector<std::vector<float>> last_logits(Decoder& dec, const std::vector<std:
                                             HookEditor* editor) {
   const Batch batch = Batch::from_prompts(prompts, PaddingSide::Left, 0);
   const StepInput in{batch.ids_tensor(0), batch.position_ids(0), batch.mask_tensor()};
-  Trace trace(HookSet(), nullptr);
   const int64_t B = batch.rows(), T = batch.cols();
-  if (editor) {
-    trace.set_editor(editor);
-    editor->begin_run(std::vector<int64_t>(size_t(B), T), 1);
-  }
-  trace.begin_step(StepInfo{0, "prefill", false, 0, T, T});
-  const Tensor logits = dec.forward(in, nullptr, &trace, LogitsFor::LastPosition);   // [B,1,V]
+  const Tensor logits = forward_edited(dec, in, editor, std::vector<int64_t>(size_t(B), T), LogitsFor::LastPosition);   // [B,1,V]
   const int64_t V = logits.dim(2);
   std::vector<std::vector<float>> out;
   for (int64_t b = 0; b < B; ++b) out.emplace_back(logits.f32() + b * V, logits.f32() + (b + 1) * V);

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "generate/batch.h"
+#include "generate/edited_forward.h"
 #include "io/format_number.h"
 
 namespace lmscope {
@@ -80,7 +81,8 @@ ScoreResult score_logits(const Tensor& logits, const std::vector<std::vector<int
   return r;
 }
 
-ScoreResult score_rows(Decoder& decoder, const std::vector<std::vector<int32_t>>& rows, int32_t pad_id) {
+ScoreResult score_rows(Decoder& decoder, const std::vector<std::vector<int32_t>>& rows, int32_t pad_id,
+                       HookEditor* editor) {
   check_rows(rows, decoder.config().vocab_size);
   // Positions past the model's table are RoPE angles it never saw (and each costs a row of
   // every activation): refused, as the generator refuses them.
@@ -92,7 +94,9 @@ ScoreResult score_rows(Decoder& decoder, const std::vector<std::vector<int32_t>>
   // Right padding: cumsum(mask) - 1 gives each real token its position as if alone.
   const Batch batch = Batch::from_prompts(rows, PaddingSide::Right, pad_id);
   const StepInput in{batch.ids_tensor(), batch.position_ids(), batch.mask_tensor()};
-  const Tensor logits = decoder.forward(in, /*cache=*/nullptr, /*trace=*/nullptr, LogitsFor::AllPositions);
+  std::vector<int64_t> lengths;
+  for (const auto& r : rows) lengths.push_back(int64_t(r.size()));
+  const Tensor logits = forward_edited(decoder, in, editor, lengths, LogitsFor::AllPositions);
   return score_logits(logits, rows);
 }
 
@@ -178,6 +182,7 @@ std::string score_report_json(const ScoreResult& r, const std::vector<std::strin
                     {"perplexity", std::exp(row.mean_nll())}, {"tokens", toks}});
   }
   nlohmann::json j = {{"rows", rows}, {"n_predicted", r.n_predicted}, {"loss", r.loss}, {"perplexity", r.perplexity}};
+  if (!r.interventions_json.empty()) j["interventions"] = nlohmann::json::parse(r.interventions_json);
   if (!ranges.empty()) {
     j["ranges"] = nlohmann::json::array();
     for (const RangeSummary& s : ranges)

@@ -21,6 +21,7 @@
 
 #include "model/decoder.h"
 #include "tensor/tensor.h"
+#include "trace/hook_editor.h"
 #include "tokenizer/ids_text.h"   // PieceFn
 
 namespace lmscope {
@@ -46,13 +47,16 @@ struct ScoreResult {
   int64_t n_predicted = 0;   // sum over rows of (tokens - 1)
   double loss = 0;           // sum of every row's nll_sum / n_predicted (HF's -100 mean)
   double perplexity = 0;     // exp(loss)
+  std::string interventions_json;   // the edits of the forward (Interventions::record), "" for none
 };
 
 // Checks the rows (at least one; each >= 2 tokens, since a single token has nothing to predict;
 // ids in [0, vocab_size)), pads them on the right with pad_id, runs one forward (no cache, all
 // positions' logits) and scores them. Right padding keeps every real token at positions
 // 0..n-1 as if alone, and no real label is predicted from a pad column.
-ScoreResult score_rows(Decoder& decoder, const std::vector<std::vector<int32_t>>& rows, int32_t pad_id);
+// editor (interventions, --intervene): applied at its hook points of that forward.
+ScoreResult score_rows(Decoder& decoder, const std::vector<std::vector<int32_t>>& rows, int32_t pad_id,
+                       HookEditor* editor = nullptr);
 
 // The arithmetic alone: logits [B,T,V] float32 of the right-padded rows -> scores.
 ScoreResult score_logits(const Tensor& logits, const std::vector<std::vector<int32_t>>& rows);

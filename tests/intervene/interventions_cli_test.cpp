@@ -133,3 +133,68 @@ TEST(InterventionsCli, HfsTraceOfTheGgufIsAPatchSource) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("row 0: " + want + "\n"), std::string::npos) << r.out;
 }
+
+// lmscope-score --intervene scores a text under the edited forward. Held to HF: for every
+// tiny-qwen2 golden case whose edits are local to their positions (no source trace, no mean
+// over the run, no step or from-the-end selector), scoring the prompt followed by HF's
+// intervened greedy tokens gives, at each generated position, HF's token as the model's own
+// top choice (one forward over the whole text is causal: position t sees what step t saw).
+// The same texts scored without the edit pick other tokens somewhere: the edit is applied.
+TEST(InterventionsCli, ScoreOfAnIntervenedForwardPicksHfsIntervenedTokens) {
+  std::ifstream f(kRoot + "/golden/interventions/tiny-qwen2.json");
+  ASSERT_TRUE(f) << "golden/interventions/tiny-qwen2.json is missing: it is committed";
+  const nlohmann::json ref = nlohmann::json::parse(f);
+  // The model's own choices at positions from..end of each scored row.
+  auto top_ids = [&](const nlohmann::json& row, size_t from) {
+    std::vector<int32_t> tops;
+    for (const nlohmann::json& t : row["tokens"])
+      if (t["position"].get<size_t>() >= from) tops.push_back(t["top_id"].get<int32_t>());
+    return tops;
+  };
+  std::vector<std::string> texts;
+  std::vector<std::pair<size_t, std::vector<int32_t>>> expected;   // per text: prompt length, HF's tokens
+  for (const nlohmann::json& c : ref["cases"]) {
+    if (c["use_cache"].get<bool>() || c["prompt_ids"].size() != 1) continue;
+    std::string args;
+    bool local = true;
+    for (const nlohmann::json& s : c["interventions"]) {
+      std::string spec = s.get<std::string>();
+      for (const char* global : {"patch(", "mean", " - ", "step=", "pos=-", ".h5"})
+        if (spec.find(global) != std::string::npos) local = false;
+      const size_t g = spec.find("golden/");
+      if (g != std::string::npos) spec.insert(g, kRoot + "/");
+      args += " --intervene '" + spec + "'";
+    }
+    if (!local) continue;
+    const auto prompt = c["prompt_ids"][0].get<std::vector<int32_t>>();
+    const auto generated = c["generated_ids"][0].get<std::vector<int32_t>>();
+    std::vector<int32_t> text = prompt;
+    text.insert(text.end(), generated.begin(), generated.end());
+    texts.push_back(join_ids(text));
+    expected.emplace_back(prompt.size(), generated);
+    const auto r = tool("lmscope-score", "--json --model " + kTiny + " --ids " + texts.back() + args);
+    ASSERT_EQ(r.code, 0) << c["name"] << args << "\n" << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(top_ids(j["rows"][0], prompt.size()), generated) << c["name"] << ": the intervened score's own choices are HF's tokens";
+    EXPECT_EQ(j["interventions"].size(), c["interventions"].size()) << c["name"] << ": the JSON names the edits";
+  }
+  ASSERT_GE(texts.size(), 8u) << "the golden cases local to their positions";
+  // The same texts without the edits, as one batch (each row scored as if alone).
+  std::string batch;
+  for (const std::string& t : texts) batch += " --ids " + t;
+  const auto clean = tool("lmscope-score", "--json --model " + kTiny + batch);
+  ASSERT_EQ(clean.code, 0) << clean.err;
+  const nlohmann::json cj = nlohmann::json::parse(clean.out);
+  size_t differs = 0;
+  for (size_t i = 0; i < texts.size(); ++i) differs += top_ids(cj["rows"][i], expected[i].first) != expected[i].second;
+  EXPECT_GE(differs, texts.size() / 2) << "most edits change the greedy tokens; else this test proves little";
+  std::printf("[ measure ] %zu intervened scores hold HF's tokens; %zu of them differ from the clean score's\n",
+              texts.size(), differs);
+}
+
+TEST(InterventionsCli, ScoreRefusesABadSpecInOneLine) {
+  expect_usage_error(tool("lmscope-score", "--model " + kTiny + " --ids 1,2,3 --intervene 'layers.1.attn.zz=zero'"),
+                     "lmscope-score", {"unknown site 'layers.1.attn.zz'"});
+  expect_error_line(tool("lmscope-score", "--model " + kTiny + " --ids 1,2,3 --intervene 'layers.1.resid_pre[pos=3]=zero'"),
+                    "lmscope-score", {"pos 3 is past the run's last position 2"});
+}
