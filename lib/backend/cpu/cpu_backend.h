@@ -10,8 +10,8 @@
 // super-block of 256 (llama.cpp's Q8_K) for Q4_K/Q5_K/Q6_K weights (q8k_matmul.h). Weights held as float32
 // (F32 tensors) and bf16/f16 matrices held as stored still multiply float32 activations.
 //
-// A bf16/f16 matrix (an HF checkpoint's safetensors, a GGUF's F16/BF16 tensors) is held as
-// stored too, 2 bytes a weight (half_matmul.h): decode multiplies the values directly, prefill
+// A bf16/f16 matrix (an HF checkpoint's safetensors; the GGUF loader widens a GGUF's F16/BF16
+// tensors to float32 before they get here) is held as stored too, 2 bytes a weight (half_matmul.h): decode multiplies the values directly, prefill
 // widens a panel of rows at a time and runs sgemm on it, the embedding widens the rows it copies.
 #pragma once
 #include "backend/backend.h"

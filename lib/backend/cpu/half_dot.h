@@ -12,7 +12,8 @@
 // AVX2 holds the 32 lanes as four 8-float vectors, AVX-512 as two 16-float ones: the same FMA
 // per lane in the same order, then the same scalar tree over the stored lanes. Four (two)
 // independent FMA chains per output and row keep the vector unit busy. Against sgemm over the
-// widened float32 values (the path before) the sum is taken in another order: equal up to
+// widened float32 values (prefill's path, and decode's with LMSCOPE_CPU_BLOCKS=0) the sum is
+// taken in another order: equal up to
 // float32 rounding.
 #pragma once
 #include <cmath>

@@ -1,5 +1,5 @@
-// The CPU matmul by a weight held as stored in bf16 or f16 (an HF checkpoint's safetensors, a
-// GGUF's F16/BF16 matrices): out[N,O] = x[N,I] @ W[O,I]^T (+ bias[O]) with W's 2-byte values
+// The CPU matmul by a weight held as stored in bf16 or f16 (an HF checkpoint's safetensors):
+// out[N,O] = x[N,I] @ W[O,I]^T (+ bias[O]) with W's 2-byte values
 // read in place (the mapped file), never widened into a float32 copy of the matrix.
 //  * decode (N <= kBlockMatmulMaxRows): half_matmul, a dot product per output with float32
 //    FMAs, the arithmetic of half_dot.h; AVX-512, AVX2 (+ F16C for f16) or portable, the one
