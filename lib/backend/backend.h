@@ -32,7 +32,8 @@ class Backend {
   // A new float32 activation tensor on this backend. Every op writes all of its output, so
   // the contents are unspecified until then (CPU: zeroed; CUDA: left as found).
   virtual Tensor alloc(const Shape& shape) = 0;
-  // A weight in the form this backend's matmul reads (CPU: float32 host copy of F16/BF16).
+  // A weight in the form this backend's matmul reads (CPU: bf16/f16 matrices and GGUF blocks
+  // as stored, in place; bf16/f16 vectors widened to float32. CUDA: a device copy).
   virtual Tensor prepare_weight(const Tensor& host_weight) = 0;
   // Host float32 copy, for hooks and for reading logits.
   virtual Tensor to_host(const Tensor& t) = 0;

@@ -18,7 +18,8 @@ enum class LogitsFor { AllPositions, LastPosition };
 
 class Decoder {
  public:
-  // Weights are prepared for the backend once here (CPU: F16/BF16 widened to float32).
+  // Weights are prepared for the backend once here (CPU: bf16/f16 vectors widened to float32,
+  // matrices kept as stored).
   Decoder(const ModelConfig& cfg, const Weights& weights, Backend& backend);
 
   // One forward over T new tokens per row. With a cache, keys/values are appended after

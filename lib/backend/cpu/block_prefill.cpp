@@ -160,7 +160,7 @@ float* thread_panel(size_t floats) {
     // 64-byte aligned: the sgemm kernels' packing reads it in whole vectors.
     const size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
     buf.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
-    if (!buf) throw std::runtime_error("block_prefill_matmul: out of memory for a panel");
+    if (!buf) throw std::runtime_error("panel_matmul: out of memory for a panel");
     capacity = bytes / sizeof(float);
   }
   return buf.get();
@@ -168,20 +168,25 @@ float* thread_panel(size_t floats) {
 
 }  // namespace
 
-void block_prefill_matmul(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
-  if (N < 1) throw std::logic_error("block_prefill_matmul: " + std::to_string(N) + " rows");
-  const int64_t O = W.rows, I = W.cols;
+void panel_matmul(float* out, const float* x, int64_t O, int64_t I, const float* bias, int64_t N,
+                  const PanelFill& fill) {
+  if (N < 1) throw std::logic_error("panel_matmul: " + std::to_string(N) + " rows");
   const int64_t piece = std::min(sgemm_piece(O), prefill_panel_rows(I));
   over_pieces(O, piece, [&](int64_t o0, int64_t o1) {
     float* scratch = thread_panel(size_t(piece * I));
     const int64_t n = o1 - o0;
-    dequantize_panel(W, o0, n, scratch);
+    fill(o0, n, scratch);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(N), int(n), int(I), 1.0f, x, int(I), scratch, int(I), 0.0f,
                 out + o0, int(O));
     if (bias)
       for (int64_t r = 0; r < N; ++r)
         for (int64_t j = o0; j < o1; ++j) out[r * O + j] += bias[j];
   });
+}
+
+void block_prefill_matmul(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
+  panel_matmul(out, x, W.rows, W.cols, bias, N,
+               [&](int64_t row0, int64_t n, float* panel) { dequantize_panel(W, row0, n, panel); });
 }
 
 }  // namespace lmscope::cpu

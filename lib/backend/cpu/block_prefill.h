@@ -16,6 +16,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "tensor/quant_blocks.h"
 
@@ -36,7 +37,15 @@ void dequantize_panel(const QuantBlocks& W, int64_t row0, int64_t n, float* out)
 void dequantize_panel_avx2(const QuantBlocks& W, int64_t row0, int64_t n, float* out);   // for the tests
 bool dequantize_panel_simd_available();
 
-// out [N,O], x [N,I] row-major float32, bias [O] or null; any N >= 1.
+// The panel loop itself, for a weight held in any form: out [N,O] = x [N,I] @ W^T (+ bias),
+// fill(row0, n, panel) writing W's rows [row0, row0 + n) as float32 into panel[n, I] (one
+// thread). half_matmul.h's prefill fills panels by widening bf16/f16 rows.
+using PanelFill = std::function<void(int64_t row0, int64_t n, float* panel)>;
+void panel_matmul(float* out, const float* x, int64_t O, int64_t I, const float* bias, int64_t N,
+                  const PanelFill& fill);
+
+// out [N,O], x [N,I] row-major float32, bias [O] or null; any N >= 1: panel_matmul with
+// dequantize_panel.
 void block_prefill_matmul(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N);
 
 }  // namespace lmscope::cpu

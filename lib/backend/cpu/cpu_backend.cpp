@@ -14,6 +14,7 @@
 #include "backend/cpu/attention_row.h"
 #include "backend/cpu/block_matmul.h"
 #include "backend/cpu/block_prefill.h"
+#include "backend/cpu/half_matmul.h"
 #include "backend/cpu/over_rows.h"
 #include "kernels/activation.cuh"
 #include "kernels/attention_math.cuh"
@@ -30,14 +31,22 @@ constexpr int64_t kParallelFrom = int64_t(1) << 15;
 void check(bool ok, const char* what) {
   if (!ok) throw std::logic_error(std::string("cpu backend: ") + what);
 }
+
+bool is_half(const Tensor& t) { return t.dtype() == DType::BF16 || t.dtype() == DType::F16; }
+
+// A weight matrix held as stored in bf16/f16 (prepare_weight kept it so), as the kernels read it.
+cpu::HalfMatrix half_matrix(const Tensor& W) {
+  return {W.dtype(), W.dim(0), W.dim(1), static_cast<const uint16_t*>(W.raw())};
+}
 }  // namespace
 
 // One threading runtime: OpenMP splits every matmul by output rows and OpenBLAS runs each
 // slice on one thread. Letting Debian's (pthread) OpenBLAS start its own threads next to
 // OpenMP's made them spin against each other: decode on SmolLM2's shapes fell from ~30 to
 // under 1 token/s on 2 cores.
-// LMSCOPE_CPU_BLOCKS=0: decode takes prefill's path for GGUF blocks too (a panel dequantized,
-// then sgemm: the float32 numbers), instead of block_matmul.
+// LMSCOPE_CPU_BLOCKS=0: decode takes prefill's path for GGUF blocks and bf16/f16 matrices too
+// (a panel dequantized or widened, then sgemm: the float32 numbers), instead of block_matmul
+// and half_matmul.
 CpuBackend::CpuBackend(CpuActivations activations) : activations_(activations) {
   openblas_set_num_threads(1);
   const char* blocks = std::getenv("LMSCOPE_CPU_BLOCKS");
@@ -48,7 +57,10 @@ Tensor CpuBackend::alloc(const Shape& shape) { return Tensor::zeros(shape, DType
 
 Tensor CpuBackend::prepare_weight(const Tensor& w) {
   if (w.dtype() == DType::F32) return w;   // mmapped float32 and GGUF blocks are used in place
-  return w.to_f32();                       // F16/BF16: widened once at load (exact)
+  // A bf16/f16 matrix (the projections, the embedding, the head) too: half_matmul.h reads it
+  // as stored, 2 bytes a weight. Vectors (norm weights, biases) are widened once (exact).
+  if (is_half(w) && w.ndim() == 2 && w.device() == Device::Host && w.has_storage()) return w;
+  return w.to_f32();
 }
 
 Tensor CpuBackend::to_host(const Tensor& t) { return t; }
@@ -62,7 +74,9 @@ void CpuBackend::embed(Tensor& out, const Tensor& ids, const Tensor& table) {
     if (id[n] < 0 || id[n] >= V)
       throw std::runtime_error("token id " + std::to_string(id[n]) + " is outside the vocabulary [0," +
                                std::to_string(V) + ")");
-    if (table.has_storage())
+    if (is_half(table))   // a bf16/f16 table: widen the one row
+      cpu::widen_half_rows(half_matrix(table), id[n], 1, out.f32() + n * D);
+    else if (table.has_storage())
       std::memcpy(out.f32() + n * D, table.f32() + int64_t(id[n]) * D, D * sizeof(float));
     else   // a table held as GGUF blocks: dequantize the one row
       dequantize_block_rows(*table.blocks(), id[n], 1, out.f32() + n * D);
@@ -91,6 +105,14 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& W, const Ten
   //   out[:, o0:o1] = x @ W[o0:o1]^T   (ldc = O keeps the piece inside the full output)
   const float* X = x.f32();
   float* Y = out.f32();
+  if (is_half(W)) {   // bf16/f16 as stored: decode multiplies them directly, prefill by panels
+    const float* b = bias.defined() && bias.numel() > 0 ? bias.f32() : nullptr;
+    if (decodes_over_blocks(N))
+      cpu::half_matmul(Y, X, half_matrix(W), b, N);
+    else
+      cpu::half_prefill_matmul(Y, X, half_matrix(W), b, N);
+    return;
+  }
   // A GGUF weight's blocks: decode (a few rows) multiplies them directly (~6x fewer bytes than
   // float32); otherwise, when they are the only copy, a panel at a time is dequantized.
   const QuantBlocks* blocks = W.blocks().get();
@@ -135,6 +157,7 @@ void CpuBackend::linear(Tensor& out, const Tensor& x, const Tensor& W, const Ten
 // Under q8 the rows are quantized once for all the jobs, and any N goes this way.
 void CpuBackend::linear_group(const Tensor& x, std::initializer_list<LinearJob> jobs) {
   const int64_t I = x.dim(-1), N = x.numel() / I;
+  if (jobs.size() && is_half(*jobs.begin()->W)) return half_group(x, jobs);
   const bool q8 = activations_ == CpuActivations::Q8;
   std::vector<cpu::BlockMatmulJob> blocked;
   for (const LinearJob& j : jobs) {
@@ -157,6 +180,20 @@ void CpuBackend::linear_group(const Tensor& x, std::initializer_list<LinearJob> 
     return;
   }
   cpu::block_matmul_group(x.f32(), N, blocked.data(), int(blocked.size()));
+}
+
+// Decode over bf16/f16 matrices, every job one: one parallel region (half_matmul_group), under
+// q8 too (these weights multiply float32 activations); anything else, one linear at a time.
+void CpuBackend::half_group(const Tensor& x, std::initializer_list<LinearJob> jobs) {
+  const int64_t I = x.dim(-1), N = x.numel() / I;
+  std::vector<cpu::HalfMatmulJob> half;
+  for (const LinearJob& j : jobs) {
+    const Tensor& W = *j.W;
+    if (!decodes_over_blocks(N) || !is_half(W) || W.ndim() != 2 || W.dim(1) != I || j.out->numel() != N * W.dim(0))
+      return Backend::linear_group(x, jobs);
+    half.push_back({j.out->f32(), half_matrix(W), j.bias->defined() && j.bias->numel() > 0 ? j.bias->f32() : nullptr});
+  }
+  cpu::half_matmul_group(x.f32(), N, half.data(), int(half.size()));
 }
 
 // The rows as linear quantizes them (quantize_rows_q8, or quantize_rows_q8k for a K-quant

@@ -8,7 +8,11 @@
 // matmul by a blocks-held weight first quantizes its input rows to int8 and multiplies in
 // integers, decode and prefill alike: per block of 32 for Q8_0/Q4_1 weights (q8_matmul.h), per
 // super-block of 256 (llama.cpp's Q8_K) for Q4_K/Q5_K/Q6_K weights (q8k_matmul.h). Weights held as float32
-// (F32/F16 tensors) still multiply float32 activations.
+// (F32 tensors) and bf16/f16 matrices held as stored still multiply float32 activations.
+//
+// A bf16/f16 matrix (an HF checkpoint's safetensors; the GGUF loader widens a GGUF's F16/BF16
+// tensors to float32 before they get here) is held as stored too, 2 bytes a weight (half_matmul.h): decode multiplies the values directly, prefill
+// widens a panel of rows at a time and runs sgemm on it, the embedding widens the rows it copies.
 #pragma once
 #include "backend/backend.h"
 #include "backend/cpu/block_matmul.h"   // kBlockMatmulMaxRows
@@ -50,10 +54,11 @@ class CpuBackend final : public Backend {
   cpu::Q8KRows q8k_;   // the same for a K-quant weight
   // q8 mode and a blocks-held weight (any GGUF block type)
   bool quantizes(const Tensor& W) const { return activations_ == CpuActivations::Q8 && W.blocks(); }
-  bool use_blocks_ = true;   // decode by block_matmul.h; LMSCOPE_CPU_BLOCKS=0: by block_prefill.h
+  bool use_blocks_ = true;   // decode by block_matmul.h / half_matmul.h; LMSCOPE_CPU_BLOCKS=0: by panels
   // A matmul of N rows by a blocks-held weight multiplies the blocks directly (decode), in
   // linear and linear_group alike; otherwise panels are dequantized (block_prefill.h).
   bool decodes_over_blocks(int64_t N) const { return use_blocks_ && N <= cpu::kBlockMatmulMaxRows; }
+  void half_group(const Tensor& x, std::initializer_list<LinearJob> jobs);
 };
 
 }  // namespace lmscope
