@@ -17,8 +17,10 @@ namespace lmscope {
 
 namespace {
 
+// Bad input (std::invalid_argument: a tool's one line, a ValueError in Python), whether found
+// against the model or against the run.
 [[noreturn]] void fail(const InterventionSpec& s, const std::string& what) {
-  throw std::runtime_error("intervention '" + s.text() + "': " + what);
+  throw std::invalid_argument("intervention '" + s.text() + "': " + what);
 }
 
 std::string range_text(int64_t n) { return n == 1 ? "0" : "0-" + std::to_string(n - 1); }
@@ -35,30 +37,22 @@ struct SourceSlices {
   }
 };
 
-// A source trace: opened once per spec, checked to be a trace of this model.
+// A source trace (or a run held in memory): opened once per spec, checked to be of this model.
 struct SourceTrace {
   std::string path, sha256;
   std::unique_ptr<TraceReader> reader;
+  const MemorySource* memory = nullptr;   // instead of reader
   std::vector<int64_t> prompt_len;
   std::string padding_side;
 };
 
-SourceTrace open_source(const InterventionSpec& s, const std::string& path, const ModelConfig& cfg) {
-  SourceTrace st;
-  st.path = path;
-  try {
-    st.reader = std::make_unique<TraceReader>(path);
-    st.sha256 = sha256_file(path);
-  } catch (const std::exception& e) {
-    fail(s, e.what());
-  }
-  const TraceReader& r = *st.reader;
-  // The same model: the same shapes (the config of a GGUF is rebuilt from its metadata, so
-  // the texts may differ while the numbers agree).
-  if (!r.has_root_attr("config_json")) fail(s, "source '" + path + "' has no config_json: not a trace of a model run");
+// The same model: the same shapes (the config of a GGUF is rebuilt from its metadata, so the
+// texts may differ while the numbers agree).
+void check_same_model(const InterventionSpec& s, const std::string& path, const std::string& config_json,
+                      const ModelConfig& cfg) {
   ModelConfig sc;
   try {
-    sc = parse_trace_model_config(r.root_attr_string("config_json"), path);
+    sc = parse_trace_model_config(config_json, path);
   } catch (const std::exception& e) {
     fail(s, "source '" + path + "': " + e.what());
   }
@@ -74,6 +68,45 @@ SourceTrace open_source(const InterventionSpec& s, const std::string& path, cons
   differs("head_dim", sc.head_dim, cfg.head_dim);
   differs("intermediate_size", sc.intermediate_size, cfg.intermediate_size);
   differs("vocab_size", sc.vocab_size, cfg.vocab_size);
+}
+
+// The digest a record names an in-memory source by: every hook's name, shape and values.
+std::string memory_sha256(const MemorySource& m) {
+  std::string bytes;
+  for (const auto& [name, d] : m.hooks) {
+    bytes += name + '\0';
+    for (int64_t n : d.shape) bytes.append(reinterpret_cast<const char*>(&n), sizeof n);
+    for (double v : d.values) {
+      const float f = float(v);
+      bytes.append(reinterpret_cast<const char*>(&f), sizeof f);
+    }
+  }
+  return sha256_bytes(bytes.data(), bytes.size());
+}
+
+SourceTrace open_source(const InterventionSpec& s, const std::string& path, const MemorySource* memory,
+                        const ModelConfig& cfg) {
+  SourceTrace st;
+  st.path = path;
+  if (!memory && path == kMemoryRunLabel)
+    fail(s, std::string(kMemoryRunLabel) + " names a run held in memory (the Python module's caches); give a trace file");
+  if (memory) {
+    check_same_model(s, path, memory->config_json, cfg);
+    st.memory = memory;
+    st.sha256 = memory_sha256(*memory);
+    st.prompt_len = memory->prompt_len;
+    st.padding_side = memory->padding_side;
+    return st;
+  }
+  try {
+    st.reader = std::make_unique<TraceReader>(path);
+    st.sha256 = sha256_file(path);
+  } catch (const std::exception& e) {
+    fail(s, e.what());
+  }
+  const TraceReader& r = *st.reader;
+  if (!r.has_root_attr("config_json")) fail(s, "source '" + path + "' has no config_json: not a trace of a model run");
+  check_same_model(s, path, r.root_attr_string("config_json"), cfg);
   try {
     for (const auto& p : nlohmann::json::parse(r.root_attr_string("prompts"))) st.prompt_len.push_back(int64_t(p.size()));
     st.padding_side = r.has_root_attr("padding_side") ? r.root_attr_string("padding_side") : "left";
@@ -85,9 +118,18 @@ SourceTrace open_source(const InterventionSpec& s, const std::string& path, cons
 
 SourceSlices read_slices(const InterventionSpec& s, const SourceTrace& st, Hook h, int layer) {
   const std::string name = hook_name(h, layer);
-  if (!st.reader->has_hook(0, name))
-    fail(s, "source '" + st.path + "' has no " + name + " at step 0 (trace it with --hooks naming it)");
-  HookData d = st.reader->read(0, name);
+  HookData d;
+  if (st.memory) {
+    const auto it = st.memory->hooks.find(name);
+    if (it == st.memory->hooks.end()) fail(s, "source '" + st.path + "' holds no " + name + " (keep it in the run)");
+    d = it->second;
+  } else {
+    if (!st.reader->has_hook(0, name))
+      fail(s, "source '" + st.path + "' has no " + name + " at step 0 (trace it with --hooks naming it)");
+    d = st.reader->read(0, name);
+  }
+  if (d.shape.empty() || d.values.size() != size_t(shape_numel(d.shape)))
+    fail(s, "source '" + st.path + "' " + name + ": its values do not fill its shape");
   SourceSlices out;
   out.layout = HookLayout(h, d.shape);
   out.values.assign(d.values.begin(), d.values.end());
@@ -98,6 +140,24 @@ SourceSlices read_slices(const InterventionSpec& s, const SourceTrace& st, Hook 
   for (int64_t L : st.prompt_len) {
     if (L > out.layout.T) fail(s, "source '" + st.path + "' " + name + ": a prompt is longer than step 0's tokens");
     out.first_col.push_back(st.padding_side == "right" ? 0 : out.layout.T - L);
+  }
+  return out;
+}
+
+// How errors name a steering vector: "vector file 'v.json'", or "vector <array>" (in memory).
+std::string vector_what(const InterventionSpec& s) {
+  return s.vector_values.empty() ? "vector file '" + s.vector_file + "'" : "vector " + s.vector_file;
+}
+
+// A steering vector's numbers as floats: some, and every one finite.
+std::vector<float> finite_vector(const InterventionSpec& s, const std::vector<double>& v) {
+  const std::string what = vector_what(s);
+  if (v.empty()) fail(s, what + " holds no numbers");
+  std::vector<float> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!std::isfinite(v[i]) || std::fabs(v[i]) > 3.4e38)
+      fail(s, what + ": item " + std::to_string(i) + " is not a finite float (" + std::to_string(v[i]) + ")");
+    out.push_back(float(v[i]));
   }
   return out;
 }
@@ -132,14 +192,7 @@ std::vector<float> read_vector_file(const InterventionSpec& s) {
       v.push_back(x);
     }
   }
-  if (v.empty()) fail(s, "vector file '" + path + "' holds no numbers");
-  std::vector<float> out;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (!std::isfinite(v[i]) || std::fabs(v[i]) > 3.4e38)
-      fail(s, "vector file '" + path + "': item " + std::to_string(i) + " is not a finite float (" + std::to_string(v[i]) + ")");
-    out.push_back(float(v[i]));
-  }
-  return out;
+  return finite_vector(s, v);
 }
 
 }  // namespace
@@ -157,10 +210,10 @@ struct Interventions::Resolved {
 Interventions::Interventions(std::vector<InterventionSpec> specs, const ModelConfig& cfg) : cfg_(cfg) {
   table_.resize(size_t(Hook::Count));
   // Each source trace is opened (and hashed) once, however many specs read it.
-  std::map<std::string, std::shared_ptr<SourceTrace>> opened;
-  auto open = [&](const InterventionSpec& s, const std::string& path) -> const SourceTrace& {
-    auto& slot = opened[path];
-    if (!slot) slot = std::make_shared<SourceTrace>(open_source(s, path, cfg));
+  std::map<std::pair<std::string, const MemorySource*>, std::shared_ptr<SourceTrace>> opened;
+  auto open = [&](const InterventionSpec& s, const std::string& path, const MemorySource* memory) -> const SourceTrace& {
+    auto& slot = opened[{path, memory}];
+    if (!slot) slot = std::make_shared<SourceTrace>(open_source(s, path, memory, cfg));
     return *slot;
   };
   for (InterventionSpec& spec : specs) {
@@ -186,20 +239,27 @@ Interventions::Interventions(std::vector<InterventionSpec> specs, const ModelCon
       fail(s, "neuron " + std::to_string(s.neuron.max_named(cfg.intermediate_size)) + " is out of range (ffn.act has " +
                   std::to_string(cfg.intermediate_size) + " neurons: " + range_text(cfg.intermediate_size) + ")");
 
-    if (!s.vector_file.empty()) {
+    if (!s.vector_values.empty()) {
+      r->vec = finite_vector(s, std::vector<double>(s.vector_values.begin(), s.vector_values.end()));
+      r->vector_sha = sha256_bytes(r->vec.data(), r->vec.size() * sizeof(float));
+    } else if (s.vector_file == kMemoryVectorLabel) {
+      fail(s, std::string(kMemoryVectorLabel) + " names a vector held in memory (the Python module's arrays); give a vector file");
+    } else if (!s.vector_file.empty()) {
       r->vec = read_vector_file(s);
       r->vector_sha = sha256_file(s.vector_file);
+    }
+    if (!s.vector_file.empty()) {
       if (h != Hook::AttnProbs && int64_t(r->vec.size()) != shape.inner && int64_t(r->vec.size()) != shape.R)
-        fail(s, "vector file '" + s.vector_file + "' holds " + std::to_string(r->vec.size()) + " numbers; " +
+        fail(s, vector_what(s) + " holds " + std::to_string(r->vec.size()) + " numbers; " +
                     hook_info(h).pattern + " takes " + std::to_string(shape.inner) +
                     (shape.R != shape.inner ? " (one per " + std::string(shape.heads > 1 ? "head" : "row") +
                                                   ") or " + std::to_string(shape.R) + " (the whole slice)"
                                             : ""));
     }
     if (!s.source.empty()) {
-      const SourceTrace& src = open(s, s.source);
+      const SourceTrace& src = open(s, s.source, s.source_memory.get());
       r->source_sha = src.sha256;
-      const SourceTrace* minus = s.minus.empty() ? nullptr : &open(s, s.minus);
+      const SourceTrace* minus = s.minus.empty() ? nullptr : &open(s, s.minus, s.minus_memory.get());
       if (minus) r->minus_sha = minus->sha256;
       for (int l : r->layers) {
         SourceSlices a = read_slices(s, src, h, l);
@@ -386,9 +446,13 @@ nlohmann::ordered_json Interventions::record() const {
     j["site"] = s.site_text();
     j["op"] = edit_op_name(s.op);
     if (s.op == EditOp::Add || s.op == EditOp::Scale) j["c"] = s.c;
-    if (!s.source.empty()) j["source"] = {{"path", s.source}, {"sha256", r->source_sha}};
-    if (!s.minus.empty()) j["minus"] = {{"path", s.minus}, {"sha256", r->minus_sha}};
-    if (!s.vector_file.empty()) j["vector"] = {{"path", s.vector_file}, {"sha256", r->vector_sha}};
+    // A file by its path; values given in memory by their label ("memory") and digest.
+    auto named = [](const std::string& label, bool in_memory, const std::string& sha) {
+      return nlohmann::ordered_json{{in_memory ? "memory" : "path", label}, {"sha256", sha}};
+    };
+    if (!s.source.empty()) j["source"] = named(s.source, bool(s.source_memory), r->source_sha);
+    if (!s.minus.empty()) j["minus"] = named(s.minus, bool(s.minus_memory), r->minus_sha);
+    if (!s.vector_file.empty()) j["vector"] = named(s.vector_file, !s.vector_values.empty(), r->vector_sha);
     out.push_back(std::move(j));
   }
   return out;

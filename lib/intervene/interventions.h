@@ -15,15 +15,25 @@
 
 #include "intervene/spec.h"
 #include "model/config.h"
+#include "trace/trace_reader.h"
 #include "trace/hook_editor.h"
 
 namespace lmscope {
+
+// A run's hook tensors in memory, used as a source trace would be: step 0's tensors by hook name,
+// each row's prompt length and the padding side, and the run's model (checked against this one).
+struct MemorySource {
+  std::string config_json;
+  std::vector<int64_t> prompt_len;
+  std::string padding_side = "left";
+  std::map<std::string, HookData> hooks;
+};
 
 class Interventions : public HookEditor {
  public:
   // Checks every spec against the model (layers, heads, neurons), reads source traces (their
   // model must be this one: the same config) and vector files (finite, of a width the site
-  // takes). Throws std::runtime_error with one line naming the spec.
+  // takes). Throws std::invalid_argument with one line naming the spec (begin_run too).
   Interventions(std::vector<InterventionSpec> specs, const ModelConfig& cfg);
   ~Interventions() override;
 

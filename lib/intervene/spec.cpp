@@ -57,8 +57,9 @@ double parse_number(const std::string& spec, const std::string& s, const std::st
   return v;
 }
 
+// A trace file (.h5), or the label of a run held in memory (the Python module's caches).
 bool is_trace_name(const std::string& s) {
-  return s.size() > 3 && s.compare(s.size() - 3, 3, ".h5") == 0;
+  return (s.size() > 3 && s.compare(s.size() - 3, 3, ".h5") == 0) || s == kMemoryRunLabel;
 }
 
 // A selector name and the hooks it applies to.

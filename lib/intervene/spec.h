@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <utility>
@@ -37,6 +38,13 @@ struct IndexSet {
 // "2", "0:4", ":3", "-1", "1|5|7:9". what: the selector's name, for the one-line error.
 IndexSet parse_index_set(const std::string& text, const std::string& what, bool allow_negative);
 
+// A run's tensors held in memory, standing in for a source trace (intervene/interventions.h).
+struct MemorySource;
+// How a spec's text names values held in memory: a run (patch(<cache>), mean(<cache>),
+// add(c, <cache> - <cache>)) and a vector (add(c, <array>)).
+inline constexpr char kMemoryRunLabel[] = "<cache>";
+inline constexpr char kMemoryVectorLabel[] = "<array>";
+
 enum class EditOp { Zero, Mean, Patch, Add, Scale };
 const char* edit_op_name(EditOp op);
 
@@ -54,6 +62,10 @@ struct InterventionSpec {
   std::string vector_file;   // add: JSON array or whitespace-separated numbers
   std::string source;        // patch, mean, add: a trace file
   std::string minus;         // add: the trace subtracted from `source`
+  // In memory instead of the files above (the Python module: a run_with_cache cache, a numpy
+  // vector); `source`, `minus` and `vector_file` then hold the label the text shows ("<cache>").
+  std::shared_ptr<const MemorySource> source_memory, minus_memory;
+  std::vector<float> vector_values;
 
   // The canonical one-line form (parse_intervention(text()) gives this spec back).
   std::string text() const;

@@ -50,7 +50,13 @@ class Generation:
 class ActivationCache(dict):
     """Hook tensors of one forward, keyed by lmscope's hook names (docs/hooks.md), numpy
     arrays in lmscope's layout. Also reachable by TransformerLens names
-    (cache["blocks.3.attn.hook_q"], in TL's layout) and TL's short form (cache["q", 3])."""
+    (cache["blocks.3.attn.hook_q"], in TL's layout) and TL's short form (cache["q", 3]).
+    run_info says which run it is (the model's config, each row's prompt length, the padding
+    side), so that it can be a source of Patch / Mean / Add as a trace file is."""
+
+    def __init__(self, tensors=(), run_info=None):
+        super().__init__(tensors)
+        self.run_info = run_info
 
     def __getitem__(self, key):
         if isinstance(key, str) and dict.__contains__(self, key):
@@ -123,7 +129,9 @@ class Model:
         logits = step["logits"]
         if not _wanted(keep, "logits"):
             del step["logits"]
-        return logits, ActivationCache(step)
+        run_info = dict(config_json=self.info["config_json"], prompt_lengths=[len(p) for p in r["prompts"]],
+                        padding_side=padding_side)
+        return logits, ActivationCache(step, run_info)
 
     def run_with_hooks(self, prompt, hooks=(), chat: bool = False, padding_side: str = "left") -> np.ndarray:
         """One forward with `hooks` editing it: logits [B, T, V]. A hook is (site, fn) with
@@ -174,8 +182,12 @@ class Model:
         """Spec strings for the engine's interventions, (lmscope name, fn) for Python hooks."""
         specs, fns = [], []
         for h in ([hooks] if isinstance(hooks, (str, Intervention)) else hooks):
-            if isinstance(h, (str, Intervention)):
-                specs.append(str(h))
+            if isinstance(h, str):
+                specs.append(h)
+                continue
+            if isinstance(h, Intervention):
+                memory = h.memory()
+                specs.append(str(h) if memory is None else (str(h), memory))
                 continue
             site, fn = h
             for name in self._expand(site):

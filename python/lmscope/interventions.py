@@ -4,8 +4,15 @@ SITE[SELECTORS]=OP, so a Python run and `lmscope-trace --intervene` do the same 
     lmscope.Zero("layers.3.attn.z", head=2)                 # layers.3.attn.z[head=2]=zero
     lmscope.Add("layers.6.resid_pre", 4, "love.h5", minus="hate.h5")
     lmscope.Patch("layers.4.resid_pre", "clean.h5", pos=5)
+
+A source may also be in memory: the cache of run_with_cache instead of a trace file
+(Patch("layers.4.resid_pre", clean_cache, pos=5)), and a numpy vector instead of a vector file
+(Add("layers.6.resid_pre", 4, vec)). The spec text then names them "<cache>" / "<array>", and
+a trace records their sha256.
 """
 import os
+
+import numpy as np
 
 __all__ = ["Intervention", "Zero", "Scale", "Mean", "Patch", "Add"]
 
@@ -22,10 +29,41 @@ def _selector_text(value) -> str:
     return str(int(value))
 
 
+def _is_run(x) -> bool:
+    """A run held in memory: run_with_cache's ActivationCache."""
+    return getattr(x, "run_info", None) is not None
+
+
+def _source(x):
+    """A trace path, or a run in memory (kept as is)."""
+    return x if _is_run(x) else os.fspath(x)
+
+
+def _label(x) -> str:
+    return "<cache>" if _is_run(x) else x
+
+
+def _memory_run(cache) -> dict:
+    return dict(cache.run_info, hooks=cache)
+
+
 class Intervention:
     """A site, its selectors and an op; str() is the spec text."""
 
     op = ""
+
+    def memory(self):
+        """What the spec takes from memory instead of files ({"source": run, "vector": array,
+        ...}), or None: the engine's form (python/src/memory_sources.h)."""
+        out = {}
+        for key in ("source", "minus", "reference"):
+            value = getattr(self, key, None)
+            if value is not None and _is_run(value):
+                out["minus" if key == "minus" else "source"] = _memory_run(value)
+        vector = getattr(self, "vector", None)
+        if vector is not None:
+            out["vector"] = vector
+        return out or None
 
     def __init__(self, site: str, **selectors):
         unknown = set(selectors) - set(_SELECTORS)
@@ -65,10 +103,10 @@ class Mean(Intervention):
 
     def __init__(self, site: str, reference=None, **selectors):
         super().__init__(site, **selectors)
-        self.reference = None if reference is None else os.fspath(reference)
+        self.reference = None if reference is None else _source(reference)
 
     def _op_text(self) -> str:
-        return "mean" if self.reference is None else "mean(%s)" % self.reference
+        return "mean" if self.reference is None else "mean(%s)" % _label(self.reference)
 
 
 class Patch(Intervention):
@@ -76,24 +114,34 @@ class Patch(Intervention):
 
     def __init__(self, site: str, source, **selectors):
         super().__init__(site, **selectors)
-        self.source = os.fspath(source)
+        self.source = _source(source)
 
     def _op_text(self) -> str:
-        return "patch(%s)" % self.source
+        return "patch(%s)" % _label(self.source)
 
 
 class Add(Intervention):
-    """x += c * vector: `source` a vector file (JSON array or numbers) or a trace; with `minus`,
-    the difference of two traces' same site (ActAdd)."""
+    """x += c * vector: `source` a vector (a numpy array or list of numbers, a vector file: JSON
+    array or numbers), a trace or a cache; with `minus`, the difference of two runs' same site
+    (ActAdd: the last prompt position of row 0 of each)."""
 
     op = "add"
 
     def __init__(self, site: str, c: float, source, minus=None, **selectors):
         super().__init__(site, **selectors)
         self.c = float(c)
-        self.source = os.fspath(source)
-        self.minus = None if minus is None else os.fspath(minus)
+        self.vector = None
+        if isinstance(source, (np.ndarray, list, tuple)):
+            if minus is not None:
+                raise ValueError("Add: `minus` subtracts a run from a run; give a trace or cache, not a vector")
+            self.vector = np.ascontiguousarray(source, dtype=np.float64)
+            self.source = None
+        else:
+            self.source = _source(source)
+        self.minus = None if minus is None else _source(minus)
 
     def _op_text(self) -> str:
-        what = self.source if self.minus is None else "%s - %s" % (self.source, self.minus)
+        if self.vector is not None:
+            return "add(%r, <array>)" % self.c
+        what = _label(self.source) if self.minus is None else "%s - %s" % (_label(self.source), _label(self.minus))
         return "add(%r, %s)" % (self.c, what)

@@ -17,6 +17,7 @@
 
 #include "intervene/spec.h"
 #include "python/src/array_sink.h"
+#include "python/src/memory_sources.h"
 #include "python/src/python_hooks.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/encode_trace.h"
@@ -129,7 +130,7 @@ class Engine {
   pyb::dict run(const std::vector<std::variant<std::vector<int32_t>, std::string>>& prompts, bool add_special,
                 const std::string& names, int keep_steps, const std::string& padding_side, int max_new_tokens,
                 bool use_cache, const pyb::dict& sampling, const std::optional<std::vector<int32_t>>& eos_ids,
-                const std::vector<std::string>& stop, const std::vector<std::string>& specs, const pyb::list& hooks,
+                const std::vector<std::string>& stop, const pyb::list& specs, const pyb::list& hooks,
                 const std::string& out, const pyb::object& stream, int compress) {
     const ModelConfig& cfg = m_->loaded.cfg;
     GenerateOptions opt;
@@ -165,13 +166,9 @@ class Engine {
 
     // Edits: spec interventions first, then the Python functions (python_hooks.h).
     std::vector<InterventionSpec> parsed;
-    for (const std::string& s : specs) parsed.push_back(parse_intervention(s));   // invalid_argument: ValueError
+    for (const pyb::handle s : specs) parsed.push_back(py::spec_from_python(s, cfg));   // invalid_argument: ValueError
     std::unique_ptr<Interventions> interventions;
-    if (!parsed.empty()) try {
-        interventions = std::make_unique<Interventions>(std::move(parsed), cfg);
-      } catch (const std::runtime_error& e) {
-        throw pyb::value_error(e.what());
-      }
+    if (!parsed.empty()) interventions = std::make_unique<Interventions>(std::move(parsed), cfg);   // ValueError
     std::vector<py::PythonHook> fns;
     for (const pyb::handle item : hooks) {
       const auto pair = item.cast<std::pair<std::string, pyb::function>>();
