@@ -80,4 +80,32 @@ Weights load_weights(const ModelConfig& cfg, const std::string& dir) {
   return w;
 }
 
+std::vector<std::pair<std::string, const Tensor*>> named_weights(const Weights& w) {
+  std::vector<std::pair<std::string, const Tensor*>> out;
+  auto add = [&](const std::string& name, const Tensor& t) {
+    if (t.defined()) out.emplace_back(name, &t);
+  };
+  add("model.embed_tokens.weight", w.embed);
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const LayerWeights& L = w.layers[l];
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    add(p + "input_layernorm.weight", L.attn_norm);
+    add(p + "self_attn.q_proj.weight", L.wq);
+    add(p + "self_attn.q_proj.bias", L.bq);
+    add(p + "self_attn.k_proj.weight", L.wk);
+    add(p + "self_attn.k_proj.bias", L.bk);
+    add(p + "self_attn.v_proj.weight", L.wv);
+    add(p + "self_attn.v_proj.bias", L.bv);
+    add(p + "self_attn.o_proj.weight", L.wo);
+    add(p + "self_attn.o_proj.bias", L.bo);
+    add(p + "post_attention_layernorm.weight", L.ffn_norm);
+    add(p + "mlp.gate_proj.weight", L.w_gate);
+    add(p + "mlp.up_proj.weight", L.w_up);
+    add(p + "mlp.down_proj.weight", L.w_down);
+  }
+  add("model.norm.weight", w.final_norm);
+  add("lm_head.weight", w.lm_head);
+  return out;
+}
+
 }  // namespace lmscope

@@ -4,6 +4,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/config.h"
@@ -32,6 +33,10 @@ struct Weights {
   Tensor lm_head;                   // [V, D]  lm_head.weight (same storage as embed when tied)
   std::shared_ptr<void> storage;    // keeps the memory maps alive
 };
+
+// Every defined tensor of `w` by its Hugging Face name (the names above; a tied lm_head is
+// listed too, viewing the embedding), in the model's order.
+std::vector<std::pair<std::string, const Tensor*>> named_weights(const Weights& w);
 
 // Loads every tensor the config implies from `dir` (model.safetensors, or the shards named
 // by model.safetensors.index.json), checking presence and shape. Throws std::runtime_error

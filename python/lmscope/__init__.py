@@ -116,6 +116,17 @@ class Model:
         (format "template"), or "chatml" / "deepseek-r1"."""
         return self._engine.chat([(m["role"], m["content"]) for m in messages], add_generation_prompt, format)
 
+    # ---- weights -----------------------------------------------------------------------------
+    def weight_names(self) -> List[str]:
+        """Every weight by its Hugging Face name ("model.layers.3.self_attn.o_proj.weight", ...)."""
+        return list(self._engine.weight_names())
+
+    def weight(self, name: str) -> np.ndarray:
+        """A weight as float32 in HF's layout ([out, in] for a projection), whatever its stored
+        type (F16/BF16 widened, GGUF blocks dequantized): a copy. KeyError for an unknown name.
+        E.g. direct logit attribution: cache["final_norm"] @ m.weight("lm_head.weight").T."""
+        return self._engine.weight(name)
+
     # ---- runs --------------------------------------------------------------------------------
     def run_with_cache(self, prompt, names=None, chat: bool = False, padding_side: str = "left",
                        hooks=()) -> "tuple[np.ndarray, ActivationCache]":

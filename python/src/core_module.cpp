@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "intervene/spec.h"
+#include "model/weights.h"
 #include "python/src/array_sink.h"
 #include "python/src/memory_sources.h"
 #include "python/src/python_hooks.h"
@@ -215,6 +216,27 @@ class Engine {
     return d;
   }
 
+  std::vector<std::string> weight_names() const {
+    std::vector<std::string> out;
+    for (const auto& [name, t] : named_weights(m_->loaded.weights)) out.push_back(name);
+    return out;
+  }
+
+  // A weight as float32 (F16/BF16 widened, GGUF blocks dequantized), in HF's layout ([out, in]):
+  // a copy, so it outlives the model.
+  pyb::array weight(const std::string& name) const {
+    for (const auto& [n, t] : named_weights(m_->loaded.weights)) {
+      if (n != name) continue;
+      const Tensor f = t->values_f32();
+      py::HeldTensor held;
+      held.shape = f.shape();
+      held.f32.assign(f.f32(), f.f32() + f.numel());
+      return to_numpy(std::move(held));
+    }
+    throw pyb::key_error("no weight '" + name + "' (m.weight_names() lists them: model.embed_tokens.weight, "
+                         "model.layers.L.self_attn.o_proj.weight, ..., lm_head.weight)");
+  }
+
  private:
   py::PythonHook python_hook(const std::string& site, const pyb::function& fn) const {
     const auto parsed = parse_hook_name(site);
@@ -247,5 +269,7 @@ PYBIND11_MODULE(_core, mod) {
       .def("decode", &Engine::decode)
       .def("pieces", &Engine::pieces)
       .def("chat", &Engine::chat)
-      .def("run", &Engine::run);
+      .def("run", &Engine::run)
+      .def("weight_names", &Engine::weight_names)
+      .def("weight", &Engine::weight);
 }

@@ -131,3 +131,51 @@ def test_the_forward_runs_without_the_gil(smollm2):
     inside = [x for x in ticks if window["start"] + 0.01 < x < window["end"] - 0.01]
     assert window["end"] - window["start"] > 0.05    # long enough to tell
     assert len(inside) > 100                         # this thread kept running during the forward
+
+
+def _read_safetensors(path):
+    """A .safetensors file read by hand (an 8-byte little-endian header length, a JSON header of
+    dtype/shape/offsets, then the data): the reference for m.weight()."""
+    import json
+    import struct
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = info["data_offsets"]
+        raw = np.frombuffer(data[a:b], dtype=np.uint16 if info["dtype"] in ("BF16", "F16") else np.float32)
+        if info["dtype"] == "BF16":
+            raw = (raw.astype(np.uint32) << 16).view(np.float32)
+        elif info["dtype"] == "F16":
+            raw = raw.view(np.float16).astype(np.float32)
+        out[name] = raw.reshape(info["shape"])
+    return out
+
+
+def test_weights_are_the_checkpoints_tensors(tiny):
+    ref = _read_safetensors(TINY + "/model.safetensors")
+    names = tiny.weight_names()
+    assert "model.layers.1.self_attn.o_proj.weight" in names and "lm_head.weight" in names
+    for name in names:
+        if name in ref:
+            np.testing.assert_array_equal(tiny.weight(name), ref[name], err_msg=name)
+    assert set(ref) <= set(names)
+    with pytest.raises(KeyError, match="no weight 'model.layers.9.mlp.up_proj.weight'"):
+        tiny.weight("model.layers.9.mlp.up_proj.weight")
+
+
+def test_direct_logit_attribution_from_the_weights(smollm2):
+    """The logits are the final norm's output times the unembedding: the identity direct logit
+    attribution rests on, with the GGUF's blocks dequantized by m.weight()."""
+    ids = smollm2.tokenize("The Eiffel Tower is in the city of").ids
+    logits, cache = smollm2.run_with_cache(ids, names=["final_norm", "embed"])
+    W_U = smollm2.weight("lm_head.weight")                       # [V, D]
+    ours = cache["final_norm"][0, -1].astype(np.float64) @ W_U.T.astype(np.float64)
+    scale = float(np.max(np.abs(logits[0, -1])))
+    assert np.max(np.abs(ours - logits[0, -1])) <= 1e-5 + 2e-4 * scale   # the logits tolerance
+    # The embedding hook is the embedding matrix's rows.
+    np.testing.assert_array_equal(cache["embed"][0], smollm2.weight("model.embed_tokens.weight")[ids])
