@@ -17,13 +17,14 @@
 #include "tools/intervention_args.h"
 #include "tools/model_args.h"
 #include "tools/sampling_args.h"
+#include "trace/default_hooks.h"
 
 using namespace lmscope;
 
 int main(int argc, char** argv) {
   CLI::App app{"lmscope-trace: run prompts through the model and dump hooks to HDF5"};
   cli::ModelArgs margs;   // --model, --prompt-ids, --prompt, --chat, --chat-format, --pad-id, --backend, --dtype
-  std::string padding = "left", hooks = "*", layers, out;
+  std::string padding = "left", hooks = kDefaultTraceHooks, layers, out;
   int max_new = 16, audit_top = 10, compress = 0;
   bool no_cache = false, quiet = false;
   SamplingConfig sc;
@@ -40,7 +41,9 @@ int main(int argc, char** argv) {
   app.add_option("--stop", stop_args,
                  "stop a row when this text is generated (HF stop_strings; \\n, \\t, \\r, \\\\ escapes; repeat for more)");
   app.add_option("--audit-top", audit_top, "candidates kept in the sampling audit")->capture_default_str();
-  app.add_option("--hooks", hooks, "comma-separated globs of hook names (docs/hooks.md)")->capture_default_str();
+  app.add_option("--hooks", hooks,
+                 "comma-separated globs of hook names (docs/hooks.md); default: what lmscope-report and lmscope-step "
+                 "draw (no resid_pre, attn_norm, attn.v, attn.scores, ffn_norm, final_norm, kv.*); '*' = every hook");
   app.add_option("--layers", layers, "layer ranges for layers.*, kv.* and lens.* hooks, e.g. 0-3,7");
   int lens_k = 0;
   app.add_option("--lens", lens_k,

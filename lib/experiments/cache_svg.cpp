@@ -28,6 +28,17 @@ double nice_max(double v) {
   return 10 * p;
 }
 
+// An axis maximum >= v for counts: 4 ticks of a whole step of 1, 2 or 5 times a power of ten,
+// so that every tick is a whole number of tokens.
+double count_max(double v) {
+  double step = 1;
+  while (4 * step < v) {
+    const double p = std::pow(10.0, std::floor(std::log10(step)));
+    step = step < 2 * p ? 2 * p : step < 5 * p ? 5 * p : 10 * p;
+  }
+  return 4 * step;
+}
+
 struct Axes {
   double x0, y0, w, h;   // plot area: left, top, width, height
   double ymax;
@@ -75,7 +86,7 @@ std::string cache_svg(const CacheReport& r) {
   // Left: tokens pushed through the model at each step.
   double tmax = 1;
   for (const CacheStep& s : r.per_step) tmax = std::max({tmax, double(s.T_cached * r.batch), double(s.T_uncached * r.batch)});
-  const Axes a{100, 110, 500, 440, nice_max(tmax)};
+  const Axes a{100, 110, 500, 440, count_max(tmax)};
   o << frame(a, "Tokens pushed through the model, per step", "step", "tokens processed (count)");
   const double slot = a.w / std::max(n, 1), bw = std::max(2.0, slot * 0.4);
   for (int i = 0; i < n; ++i) {
@@ -104,8 +115,9 @@ std::string cache_svg(const CacheReport& r) {
     const double v = double(smax) * i / 4;
     o << svg_text(b.x0 + b.w * i / 4, b.y0 + b.h + 16, num(std::round(v)), "middle", "font-size=\"12\"");
   }
-  o << svg_text(b.x0 + 10, b.y0 + 16, num(double(r.kv_bytes_per_position)) + " bytes per position = 2 (K and V) x layers x B x KV heads x head dim x 4",
-                "", "font-size=\"11\" fill=\"#333\"");
+  // The formula in two lines at the plot's top left, which the line reaches only at its right end.
+  o << svg_text(b.x0 + 10, b.y0 + 16, num(double(r.kv_bytes_per_position)) + " bytes per position =", "", "font-size=\"12\" fill=\"#333\"");
+  o << svg_text(b.x0 + 10, b.y0 + 32, "2 (K and V) x layers x B x KV heads x head dim x 4 bytes", "", "font-size=\"12\" fill=\"#333\"");
   // The fault: where the cached run first departs.
   if (r.detected && r.detected->step >= 0) {
     const double x = a.x0 + r.detected->step * slot + slot * 0.1 + bw;

@@ -210,9 +210,9 @@ PaddingReport run_padding_experiment(const ModelContext& m, const PaddingOptions
 
       TraceReader tr(mr.trace);
       CompareReport cr = compare_aligned(tr, solo, copts, AlignOptions{int(b), 0, false});
-      mr.layer_rel.assign(size_t(L + 2), NAN);
+      for (auto* v : {&mr.layer_rel_prefill, &mr.layer_rel_decode, &mr.layer_qk_rel_prefill, &mr.layer_qk_rel_decode})
+        v->assign(size_t(L + 2), NAN);
       mr.layer_fail.assign(size_t(L + 2), 0);
-      mr.layer_qk_rel.assign(size_t(L + 2), NAN);
       mr.layer_qk_fail.assign(size_t(L + 2), 0);
       std::map<std::string, size_t> at;
       bool other_fail = false;
@@ -241,12 +241,12 @@ PaddingReport run_padding_experiment(const ModelContext& m, const PaddingOptions
         else if (r.hook == "logits") col = L + 1;
         else if (p && p->id == Hook::ResidPost) col = 1 + p->layer;
         if (col >= 0) {
-          double& v = mr.layer_rel[size_t(col)];
+          double& v = (r.step == 0 ? mr.layer_rel_prefill : mr.layer_rel_decode)[size_t(col)];
           if (std::isnan(v) || rel > v) v = rel;
           if (!r.pass) mr.layer_fail[size_t(col)] = 1;
         }
         if (p && (p->id == Hook::AttnQRope || p->id == Hook::AttnKRope)) {
-          double& v = mr.layer_qk_rel[size_t(1 + p->layer)];
+          double& v = (r.step == 0 ? mr.layer_qk_rel_prefill : mr.layer_qk_rel_decode)[size_t(1 + p->layer)];
           if (std::isnan(v) || rel > v) v = rel;
           if (!r.pass) mr.layer_qk_fail[size_t(1 + p->layer)] = 1;
         }
@@ -277,12 +277,14 @@ PaddingReport run_padding_experiment(const ModelContext& m, const PaddingOptions
               " tokens, " + std::to_string(row.pads) + " pads)";
     for (const ModeRow& mr : row.modes) {
       p.row_labels.push_back(padding_mode_name(mr.mode));
-      p.values.push_back(mr.layer_rel);
+      p.values.push_back(mr.layer_rel_prefill);
+      p.values_later.push_back(mr.layer_rel_decode);
       p.fail.push_back(mr.layer_fail);
       p.notes.push_back(departure_note(mr));
       if (mr.mode == PaddingMode::LeftColpos && row.pads > 0) {   // what RoPE does not forgive
         p.row_labels.push_back("  its q/k rope");
-        p.values.push_back(mr.layer_qk_rel);
+        p.values.push_back(mr.layer_qk_rel_prefill);
+        p.values_later.push_back(mr.layer_qk_rel_decode);
         p.fail.push_back(mr.layer_qk_fail);
         p.notes.push_back("q_rope/k_rope themselves: rotated by " + std::to_string(row.pads) + " more positions");
       }
@@ -290,8 +292,9 @@ PaddingReport run_padding_experiment(const ModelContext& m, const PaddingOptions
     panels.push_back(std::move(p));
   }
   rep.svg = heatmap_svg("lmscope-padding: each batch row against its solo run, per layer", cols, panels,
-                        "cells: worst relative error over the steps of embed, each layer's resid_post, and the logits "
-                        "(\"its q/k rope\": q_rope/k_rope of each layer); black border = beyond tolerance");
+                        {"each cell: the worst relative error of embed, a layer's resid_post or the logits; upper half at the "
+                         "prefill (step 0), lower half over the decode steps",
+                         "\"its q/k rope\": q_rope/k_rope of each layer; black border: beyond tolerance at some step"});
   write_file_atomic(path("divergence.svg"), rep.svg);
   write_file_atomic(path("padding.svg"), padding_svg(rep, m));
   return rep;

@@ -63,9 +63,12 @@ struct ModeRow {
   std::optional<Divergence> first_divergence;            // first hook beyond tolerance
   std::optional<Divergence> first_divergence_ignoring_positions;
   std::vector<HookError> per_hook;     // forward order
-  std::vector<double> layer_rel;       // [embed, resid_post of layers 0..L-1, logits]: worst rel
-  std::vector<char> layer_fail;        // same columns: beyond tolerance at some step
-  std::vector<double> layer_qk_rel;    // [_, q_rope/k_rope of layers 0..L-1, _]: worst rel
+  // The picture's columns [embed, resid_post of layers 0..L-1, logits]: the worst relative
+  // error at the prefill (step 0) and over the decode steps (NaN: not compared), and whether
+  // some step is beyond tolerance. layer_qk_*: the same for q_rope/k_rope (embed and logits NaN).
+  std::vector<double> layer_rel_prefill, layer_rel_decode;
+  std::vector<char> layer_fail;
+  std::vector<double> layer_qk_rel_prefill, layer_qk_rel_decode;
   std::vector<char> layer_qk_fail;
   double max_q_rope_err = 0, max_scores_err = 0;   // for the RoPE sentence
   bool q_rope_compared = false, scores_compared = false;   // traced (--hooks): else the sentence cannot say

@@ -49,7 +49,7 @@ std::string not_traced(const std::map<std::string, HookData>& cur, const std::ve
   std::string miss;
   for (const std::string& n : names)
     if (!cur.count(n)) miss += (miss.empty() ? "" : ", ") + n;
-  return miss.empty() ? "" : "(not traced: " + miss + "; lmscope-trace --hooks selects them, the default '*' has them all)\n";
+  return miss.empty() ? "" : "(not traced: " + miss + "; lmscope-trace --hooks selects them, --hooks '*' has them all)\n";
 }
 
 // One row's grids kept for drawing again: `heads` grids of T query rows x S keys (NaN = masked).
@@ -283,7 +283,7 @@ void Stepper::replay_step(const StepInfo& info, std::map<std::string, HookData> 
     if (it != cur_.end() && it->first.compare(0, p.size(), p) == 0) layers.push_back(l);
   }
   if (layers.empty())
-    page("layers", [] { return std::string("(no layers.* hooks in the trace: trace them with --hooks 'layers.*', or the default '*')\n"); }, 0);
+    page("layers", [] { return std::string("(no layers.* hooks in the trace: trace them with --hooks 'layers.*', or the default hooks)\n"); }, 0);
   for (int l : layers)
     for (Hook h : {Hook::AttnKRope, Hook::AttnZ, Hook::ResidPost}) pages_for(h, l);
   pages_for(Hook::Logits, -1);

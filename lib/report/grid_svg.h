@@ -14,8 +14,8 @@ struct GridPicture {
   std::vector<std::vector<double>> values;    // [row][col] in 0..1
   std::string legend;                         // what the colour means, e.g. "probability"
   std::vector<std::pair<double, std::string>> legend_stops;   // value -> label under the scale
-  bool print_values = false;                  // write each value in its cell (when cells are big)
-  std::string caption;                        // one line under the picture
+  bool print_values = false;                  // write values >= 0.005 in their cells (2 decimals) when they fit
+  std::string caption;                        // under the picture, wrapped to its width
 };
 
 std::string grid_svg(const GridPicture& g);

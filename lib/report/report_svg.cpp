@@ -54,7 +54,9 @@ std::string attention_svg(const json& data, int step, int layer, int head, int r
   g.legend = "probability (softmax, each row sums to 1)";
   g.legend_stops = {{0, "0"}, {0.5, "0.5"}, {1, "1"}};
   g.print_values = true;
-  g.caption = "Row = a token looking back; column = a token it may read. White cells above the diagonal: masked (future).";
+  // A prefill has a triangle of future keys; a decode step's one query row sees every key.
+  g.caption = T > 1 ? "Row = a token looking back; column = a token it may read. White cells above the diagonal: masked (future)."
+                    : "One query row: the new token reading the tokens before it and itself (no future to mask).";
   return grid_svg(g);
 }
 

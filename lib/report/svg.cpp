@@ -71,4 +71,31 @@ std::string shorten(const std::string& s, size_t n) {
   return s;
 }
 
+double text_width(const std::string& s, double font_px, double em_per_char) {
+  double em = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) em += em_per_char;
+    else if ((c & 0xC0) != 0x80) em += 1.0;   // the first byte of a wider character
+  }
+  return em * font_px;
+}
+
+std::vector<std::string> wrap_text(const std::string& s, double max_px, double font_px) {
+  std::vector<std::string> lines;
+  std::istringstream words(s);
+  std::string w, line;
+  while (words >> w) {
+    const std::string longer = line.empty() ? w : line + " " + w;
+    if (!line.empty() && text_width(longer, font_px) > max_px) {
+      lines.push_back(line);
+      line = w;
+    } else {
+      line = longer;
+    }
+  }
+  if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
 }  // namespace lmscope

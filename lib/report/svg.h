@@ -2,6 +2,7 @@
 // pictures): XML escaping, a colour scale and the document frame. No dependency: an SVG is text.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace lmscope {
 
@@ -21,5 +22,13 @@ std::string svg_text(double x, double y, const std::string& text, const std::str
 
 // A string cut to `n` characters (UTF-8 aware) with an ellipsis.
 std::string shorten(const std::string& s, size_t n);
+
+// Layout needs text widths before a browser measures them: an upper estimate in px of `s` at
+// `font_px`. `em_per_char` is the width of an ASCII character in em (DejaVu Sans Mono: 0.602;
+// DejaVu Sans averages below 0.62 for text, bold below 0.7); any other character counts 1 em.
+double text_width(const std::string& s, double font_px, double em_per_char = 0.62);
+
+// Words of `s` in lines of at most `max_px` at `font_px` (a word longer than a line keeps its line).
+std::vector<std::string> wrap_text(const std::string& s, double max_px, double font_px);
 
 }  // namespace lmscope

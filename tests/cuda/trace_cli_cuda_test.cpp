@@ -40,7 +40,7 @@ std::string trace_command(const nlohmann::json& g, const std::string& dtype, con
   cmd += " --pad-id " + std::to_string(g["pad_token_id"].get<int>());
   cmd += " --eos-ids " + join_ids(g["eos_token_ids"]);
   if (!g["use_cache"].get<bool>()) cmd += " --no-cache";
-  return cmd + " --out " + out;
+  return cmd + " --hooks '*' --out " + out;
 }
 
 class GoldenCudaCli : public ::testing::TestWithParam<std::string> {};

@@ -74,7 +74,9 @@ class AlignCli : public ::testing::Test {
   RunResult run(const std::string& cmd) { return run_cmd(dir, cmd); }
   std::string trace(const std::string& name, const std::string& args) {
     const std::string out = dir.file(name);
-    RunResult r = run(kTrace + " --model " + kTiny + " -q " + args + " --out " + out);
+    // Every hook unless the case picks some: the alignment cases compare kv.* and attn.v.
+    const std::string hooks = args.find("--hooks") == std::string::npos ? " --hooks '*'" : "";
+    RunResult r = run(kTrace + " --model " + kTiny + " -q " + args + hooks + " --out " + out);
     EXPECT_EQ(r.code, 0) << r.err;
     return out;
   }

@@ -81,7 +81,7 @@ TEST(GoldenCli, TraceThenDiffExitsZero) {
   for (int id : g["prompt_ids"][0]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
   const std::string bin = LMSCOPE_BINARY_DIR, out = temp_path("cli-a").string();
   const std::string trace_cmd = bin + "/lmscope-trace -q --model " + kRoot + "/golden/models/tiny-qwen2 --prompt-ids " +
-                                ids + " --max-new-tokens 8 --out " + out + " > /dev/null";
+                                ids + " --max-new-tokens 8 --hooks '*' --out " + out + " > /dev/null";
   ASSERT_EQ(std::system(trace_cmd.c_str()), 0) << trace_cmd;
   const std::string diff_cmd = bin + "/lmscope-diff " + out + " " + kRoot + "/golden/traces/tiny-qwen2-a.h5 > /dev/null";
   EXPECT_EQ(std::system(diff_cmd.c_str()), 0) << diff_cmd;

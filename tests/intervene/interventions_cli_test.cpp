@@ -21,7 +21,7 @@ const std::string kTiny = kRoot + "/golden/models/tiny-qwen2";
 const std::string kPromptA = "330,749,537,264,935,314,267,681,289,295,16";
 
 std::string trace_args(const std::string& out) {
-  return "-q --model " + kTiny + " --prompt-ids " + kPromptA + " --max-new-tokens 3 --out " + out;
+  return "-q --model " + kTiny + " --prompt-ids " + kPromptA + " --max-new-tokens 3 --hooks '*' --out " + out;
 }
 
 // Runs lmscope-trace with `extra` and expects one error line (exit 1 after the model loaded,

@@ -10,7 +10,8 @@ from conftest import SMOLLM2, TINY, TINY_IDS, tool
 
 def traced(tmp_path, model, *args):
     out = tmp_path / "cli.h5"
-    code, stdout, err = tool("lmscope-trace", "-q", "--model", model, "--out", out, *args)
+    hooks = () if "--hooks" in args else ("--hooks", "*")   # every hook, as the module's cache holds
+    code, stdout, err = tool("lmscope-trace", "-q", "--model", model, "--out", out, *hooks, *args)
     assert code == 0, err
     return lmscope.Trace(str(out)), stdout
 

@@ -110,6 +110,9 @@ TEST_F(ReportSections, LensCellShowsTheTracesTopTokenAndProbability) {
   HookData ids0 = tr.read(0, "lens.layers.1.topk_ids"), probs0 = tr.read(0, "lens.layers.1.topk_probs");
   expect_lens_cell(dom, 1, 3, int32_t(at3(ids0, 0, 3, 0)), at3(probs0, 0, 3, 0), tk);
   const int64_t T0 = ids0.shape[1];
+  // The grid opens on the answer: its first column after the layer labels is the last prompt
+  // column (T0 - 1, whose lens predicts the first generated token).
+  EXPECT_EQ(dom_attr(dom, "lens-body", "data-first-column"), std::to_string(T0 - 1));
   HookData ids2 = tr.read(2, "lens.layers.2.topk_ids"), probs2 = tr.read(2, "lens.layers.2.topk_probs");
   ASSERT_EQ(tr.step_info(2).past_length, T0 + 1);
   expect_lens_cell(dom, 2, int(T0 + 1), int32_t(at3(ids2, 0, 0, 0)), at3(probs2, 0, 0, 0), tk);
@@ -141,6 +144,7 @@ TEST_F(ReportSections, RowSelectorsShowTheChosenRowInEverySection) {
   for (int64_t b = 0; b < 2; ++b)
     for (int64_t i = 0; i < T * S; ++i) see[b] += mask.values[size_t(b * T * S + i)] == 0;
   ASSERT_NE(see[0], see[1]);   // the rows differ, so showing row 0 fails
+  EXPECT_NE(element_at(dom, "mask-causal"), std::string::npos);   // row 1 is padded: causal and combined differ
   const size_t m0 = element_at(dom, "mask-combined"), m1 = dom.find("</svg>", m0);
   ASSERT_NE(m0, std::string::npos);
   int shown = 0;

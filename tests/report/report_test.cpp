@@ -92,10 +92,13 @@ TEST_F(Report, PageRendersWithoutErrorsAndTheHeatmapShowsTheTracesValue) {
   ASSERT_FALSE(shown.empty()) << dom.out.substr(0, 2000);
   EXPECT_NEAR(std::stod(shown), want, digit_tolerance(want));
   // Every section this trace allows: nothing says "absent".
-  for (const char* id : {"sec-header", "token-strip-0", "token-words-0", "mask-causal", "mask-padding", "mask-combined",
+  for (const char* id : {"sec-header", "token-strip-0", "token-words-0", "mask-padding", "mask-combined",
                          "attn-svg", "attn-overview-svg", "resid-svg", "share-svg", "lens-table", "gen-step-0", "gen-step-3"})
     EXPECT_NE(dom.out.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
   EXPECT_EQ(dom.out.find("class=\"absent\""), std::string::npos);
+  // One prompt, no padding: the combined mask is the causal one, drawn once and titled so.
+  EXPECT_EQ(dom.out.find("id=\"mask-causal\""), std::string::npos);
+  EXPECT_NE(dom.out.find("combined = causal (row 0 has no padding)"), std::string::npos);
   // A screenshot of the top of the page: drawn, not blank.
   const std::string png = dir_->file("report.png");
   CliRun shot = screenshot(chromium_, dir_->file("profile"), "file://" + html, png, 1280, 2400);
