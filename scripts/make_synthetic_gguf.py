@@ -27,6 +27,8 @@ import gguf
 from gguf import GGMLQuantizationType as Q
 from gguf.quants import quantize
 
+from synthetic_shapes import add_shape_args
+
 
 def byte_tokens():
     """GPT-2's byte -> printable character table (the byte-level BPE alphabet)."""
@@ -73,12 +75,7 @@ def ggml_quantizer(lib_path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
-    ap.add_argument("--layers", type=int, default=28)
-    ap.add_argument("--hidden", type=int, default=1536)
-    ap.add_argument("--ffn", type=int, default=8960)
-    ap.add_argument("--heads", type=int, default=12)
-    ap.add_argument("--kv-heads", type=int, default=2)
-    ap.add_argument("--vocab", type=int, default=151936)
+    add_shape_args(ap)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--type", choices=["q4_1", "f16", "f32", "q4_k_m"], default="q4_1", help="how the matrices are stored")
     ap.add_argument("--ggml", help="q4_k_m: llama.cpp's libggml-base.so (scripts/build-llamacpp.sh builds it)")

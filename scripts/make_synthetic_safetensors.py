@@ -21,6 +21,8 @@ import os
 
 import numpy as np
 
+from synthetic_shapes import add_shape_args
+
 
 def to_bf16_bits(f32):
     """float32 -> bf16 bit patterns, round to nearest even (torch's .to(torch.bfloat16))."""
@@ -64,12 +66,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out_dir")
     ap.add_argument("--dtype", choices=["bf16", "f16", "f32"], default="bf16")
-    ap.add_argument("--layers", type=int, default=28)
-    ap.add_argument("--hidden", type=int, default=1536)
-    ap.add_argument("--ffn", type=int, default=8960)
-    ap.add_argument("--heads", type=int, default=12)
-    ap.add_argument("--kv-heads", type=int, default=2)
-    ap.add_argument("--vocab", type=int, default=151936)
+    add_shape_args(ap)
     a = ap.parse_args()
     st_dtype = {"bf16": "BF16", "f16": "F16", "f32": "F32"}[a.dtype]
     size = 4 if a.dtype == "f32" else 2
