@@ -9,13 +9,14 @@
 # instrumented libraries are compiled once for both. -fsanitize=fuzzer-no-link adds libFuzzer's
 # coverage counters everywhere (the tests do not use them; they cost the tests little); both
 # builds use the same flags, so ccache gives the second the libraries the first compiled.
+# No Python module: an instrumented extension cannot load into an uninstrumented interpreter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=build-asan
-cuda=(-DLMSCOPE_CUDA=OFF -DLMSCOPE_FUZZ=ON)
+cuda=(-DLMSCOPE_CUDA=OFF -DLMSCOPE_FUZZ=ON -DLMSCOPE_PYTHON_MODULE=OFF)
 if [ "${1:-}" = --cuda-emulated ]; then
   dir=build-asan-cuda-emu
-  cuda=(-DLMSCOPE_CUDA=EMULATED -DLMSCOPE_FUZZ=OFF)
+  cuda=(-DLMSCOPE_CUDA=EMULATED -DLMSCOPE_FUZZ=OFF -DLMSCOPE_PYTHON_MODULE=OFF)
 fi
 scripts/setup.sh
 command -v clang++ >/dev/null || { echo "configure-asan: clang++ is missing (apt-get install clang)"; exit 1; }

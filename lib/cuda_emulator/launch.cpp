@@ -11,9 +11,18 @@ std::string kernel_name(const char* pretty) {
   size_t at = s.find(key);
   if (at == std::string::npos) return s;
   at += key.size();
-  size_t end = s.find_first_of(";]", at);
+  // g++: "[with auto Kernel = k<float, 1>; Args = {...}]"; clang: "[Kernel = &k<float, 1>, Args =
+  // <...>]". The name ends at ';' or ']', or at a ',' outside its template arguments.
+  size_t end = at;
+  for (int depth = 0; end < s.size(); ++end) {
+    const char c = s[end];
+    if (c == '<') ++depth;
+    else if (c == '>') --depth;
+    else if (c == ';' || c == ']' || (c == ',' && depth == 0)) break;
+  }
   std::string name = s.substr(at, end - at);
   if (name.rfind("& ", 0) == 0) name = name.substr(2);
+  if (name.rfind('&', 0) == 0) name = name.substr(1);
   // drop namespaces: lmscope::cuda::{anonymous}::gemv_kernel<float, 1> -> gemv_kernel<float, 1>
   const size_t lt = name.find('<');
   const size_t colons = name.rfind("::", lt == std::string::npos ? std::string::npos : lt);
