@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# lmscope against its peers on the default model (docs/benchmarks.md, "Against llama.cpp"):
+# lmscope against its peers on one GGUF file (docs/benchmarks.md, "Against llama.cpp"):
 # lmscope-bench in exact mode (float32 activations) and in fast mode (--cpu-activations q8),
-# llama.cpp's llama-bench (scripts/build-llamacpp.sh) and, when a Python with torch is there,
-# HF transformers (float32, eager) — all on SmolLM2-135M-Instruct Q4_1, interleaved: every
-# round runs every engine on every test before the next round starts, so a slow spell of a
-# shared machine hits all of them alike. Reports the median over rounds and the ratios.
+# llama.cpp's llama-bench (scripts/build-llamacpp.sh) and, on the default model when a Python
+# with torch is there, HF transformers (float32, eager) — interleaved: every round runs every
+# engine on every test before the next round starts, so a slow spell of a shared machine hits
+# all of them alike. Reports the median over rounds and the ratios.
 #
-#   scripts/bench-peers.sh [ROUNDS]        (default 3)
+#   scripts/bench-peers.sh [--model FILE.gguf] [ROUNDS]   (default: SmolLM2-135M-Instruct Q4_1, 3 rounds)
 #   THREADS="1 2" TESTS="pp128 pp512 pp2048 tg128" scripts/bench-peers.sh
 #
 # ppN: prefill of N prompt tokens (tokens/s); tg128: 128 tokens decoded one at a time after a
@@ -16,23 +16,32 @@
 # per round on a 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+default_model=models/SmolLM2-135M-Instruct.Q4_1.gguf
+model=$default_model
+if [ "${1:-}" = --model ]; then
+  [ $# -ge 2 ] || { echo "bench-peers: --model needs a .gguf file" >&2; exit 2; }
+  model=$2; shift 2
+fi
 rounds=${1:-3}
 threads=${THREADS:-1 2}
 tests=${TESTS:-pp128 pp512 pp2048 tg128}
-model=models/SmolLM2-135M-Instruct.Q4_1.gguf
 py=${LMSCOPE_PY:-$HOME/.cache/lmscope/golden-venv/bin/python}
 out=build/bench-peers
 
 fail() { echo "bench-peers: $*" >&2; exit 1; }
 scripts/build.sh >/dev/null || fail "the build failed (run scripts/build.sh to see why)"
-scripts/fetch-model.sh >/dev/null || fail "cannot fetch $model (scripts/fetch-model.sh)"
+if [ "$model" = "$default_model" ]; then
+  scripts/fetch-model.sh >/dev/null || fail "cannot fetch $model (scripts/fetch-model.sh)"
+fi
+[ -f "$model" ] || fail "$model: no such file"
 llama_dir=$(scripts/build-llamacpp.sh) || fail "cannot build llama.cpp (scripts/build-llamacpp.sh)"
 llama_bench="$llama_dir/build/bin/llama-bench"
 hf=0
-if "$py" -c "import torch, transformers" 2>/dev/null; then hf=1; else echo "bench-peers: no torch at $py: HF skipped"; fi
+if [ "$model" != "$default_model" ]; then echo "bench-peers: HF runs SmolLM2's shapes only: skipped for $model"
+elif "$py" -c "import torch, transformers" 2>/dev/null; then hf=1; else echo "bench-peers: no torch at $py: HF skipped"; fi
 rm -rf "$out" && mkdir -p "$out"
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p)
-echo "bench-peers: $(date -u +%Y-%m-%d), $cpu, $(nproc) cores, $rounds rounds, threads: $threads, tests: $tests"
+echo "bench-peers: $(date -u +%Y-%m-%d), $model, $cpu, $(nproc) cores, $rounds rounds, threads: $threads, tests: $tests"
 
 # prompt length and decode steps of a test, for lmscope-bench and bench_hf.py
 shape() {

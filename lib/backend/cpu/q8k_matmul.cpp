@@ -32,25 +32,35 @@ namespace {
 
 constexpr int64_t kChunkOutputs = 64;   // a chunk's weights are read from cache by every row
 
-// Outputs [o0, o1) of every row, a chunk of outputs at a time, by `dot`.
-void outputs_by_chunks(Q8KDot dot, float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias, int64_t o0,
-                       int64_t o1) {
+// Outputs [o0, o1) of every row, a chunk of outputs at a time, kQ8KRows rows of x at a time (an
+// implementation may unpack each weight row once for all of them).
+void outputs_by_chunks(Q8KSliceRows slice_rows, float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias,
+                       int64_t o0, int64_t o1) {
   const int64_t O = W.rows, nb = x.blocks();
-  const int type = int(ggml_type_of(W.type));
   for (int64_t c0 = o0; c0 < o1; c0 += kChunkOutputs) {
     const int64_t c1 = std::min(o1, c0 + kChunkOutputs);
-    for (int64_t n = 0; n < x.rows; ++n) {
-      const int8_t* q = x.q.data() + n * x.cols;
-      const int16_t* bs = x.bsums.data() + n * x.cols / 16;
-      const float* d = x.d.data() + n * nb;
-      for (int64_t o = c0; o < c1; ++o)
-        out[n * O + o] = dot(type, W.data + o * int64_t(W.row_bytes()), nb, q, bs, d) + (bias ? bias[o] : 0.0f);
+    for (int64_t n0 = 0; n0 < x.rows; n0 += kQ8KRows) {
+      const int rows = int(std::min<int64_t>(kQ8KRows, x.rows - n0));
+      const int8_t* q[kQ8KRows];
+      const int16_t* bs[kQ8KRows];
+      const float* d[kQ8KRows];
+      for (int r = 0; r < rows; ++r) {
+        q[r] = x.q.data() + (n0 + r) * x.cols;
+        bs[r] = x.bsums.data() + (n0 + r) * x.cols / 16;
+        d[r] = x.d.data() + (n0 + r) * nb;
+      }
+      const Q8KSlice s{int(ggml_type_of(W.type)), W.data, int64_t(W.row_bytes()), nb, c0, c1, O, bias, out + n0 * O};
+      slice_rows(s, q, bs, d, rows);
     }
   }
 }
 
-float portable_dot(int type, const uint8_t* w, int64_t nb, const int8_t* q, const int16_t* bsums, const float* d) {
-  return q8k::dot_row(type, w, nb, q, bsums, d);
+void portable_slice(const Q8KSlice& s, const int8_t* const* q, const int16_t* const* bsums, const float* const* d,
+                    int rows) {
+  for (int r = 0; r < rows; ++r)
+    for (int64_t o = s.o0; o < s.o1; ++o)
+      s.out[r * s.O + o] =
+          q8k::dot_row(s.ggml_type, s.w + o * s.row_bytes, s.nb, q[r], bsums[r], d[r]) + (s.bias ? s.bias[o] : 0.0f);
 }
 
 struct Choice {
@@ -85,12 +95,12 @@ void check_shapes(const Q8KRows& x, const QuantBlocks& W) {
 
 void q8k_outputs_portable(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias, int64_t o0,
                           int64_t o1) {
-  outputs_by_chunks(portable_dot, out, x, W, bias, o0, o1);
+  outputs_by_chunks(portable_slice, out, x, W, bias, o0, o1);
 }
 
 void q8k_outputs_avx2(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias, int64_t o0,
                       int64_t o1) {
-  outputs_by_chunks(q8k_dot_avx2, out, x, W, bias, o0, o1);
+  outputs_by_chunks(q8k_slice_avx2, out, x, W, bias, o0, o1);
 }
 
 const char* q8k_matmul_kernel() { return chosen().name; }

@@ -55,5 +55,21 @@ using Q8KDot = float (*)(int ggml_type, const uint8_t* w, int64_t nb, const int8
                          const float* d);
 float q8k_dot_avx2(int ggml_type, const uint8_t* w, int64_t nb, const int8_t* q, const int16_t* bsums,
                    const float* d);
+// A slice of outputs [o0, o1) of W (ggml type, row_bytes, nb super-blocks a row) for up to
+// kQ8KRows activation rows at once (row r's codes q[r], sums bsums[r], scales d[r]):
+// out[r * O + o] = W row o . x row r (+ bias[o]). The AVX2 implementation unpacks each weight
+// row once for all the rows (prefill); every output is bit for bit q8k_dot_avx2's.
+constexpr int kQ8KRows = 8;
+struct Q8KSlice {
+  int ggml_type;
+  const uint8_t* w;
+  int64_t row_bytes, nb, o0, o1, O;
+  const float* bias;
+  float* out;   // row 0 of the slice's rows
+};
+using Q8KSliceRows = void (*)(const Q8KSlice& s, const int8_t* const* q, const int16_t* const* bsums,
+                              const float* const* d, int rows);
+void q8k_slice_avx2(const Q8KSlice& s, const int8_t* const* q, const int16_t* const* bsums, const float* const* d,
+                    int rows);
 
 }  // namespace lmscope::cpu
