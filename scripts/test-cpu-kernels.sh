@@ -21,7 +21,7 @@ if [ ${#kernels[@]} -eq 0 ]; then
 fi
 # Test names (ctest -R): the HF goldens, llama.cpp's logits, the engine's numerics, the
 # quantization and lens tests, the CLI goldens. Lessons and the report are not numerics.
-numeric='Golden|LlamaCpp|Decoder|Observation|Attention|BlockMatmul|BlockPrefill|HalfMatmul|Q8|Quant|Lens|Score|Cache|Padding|Tolerance|InterventionsVsHF'
+numeric='Golden|LlamaCpp|Decoder|Observation|Attention|BlockMatmul|BlockPrefill|HalfMatmul|GgufHalf|Q8|Quant|Lens|Score|Cache|Padding|Tolerance|InterventionsVsHF'
 for k in "${kernels[@]}"; do
   echo "test-cpu-kernels: LMSCOPE_CPU_KERNEL=$k"
   LMSCOPE_CPU_KERNEL=$k OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} \

@@ -131,7 +131,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   if (f.has("tokenizer.ggml.eos_token_id")) c.eos_token_ids = {token_id(f, "tokenizer.ggml.eos_token_id", c.vocab_size)};
   if (f.has("tokenizer.ggml.padding_token_id"))
     c.pad_token_id = token_id(f, "tokenizer.ggml.padding_token_id", c.vocab_size);
-  c.torch_dtype = "float32";  // weights are dequantized to float32, as HF does for GGUF
+  c.torch_dtype = "float32";  // HF dequantizes GGUF to float32; our F16/BF16 and block matrices compute in it too
 
   // The trace's root attribute: the derived config in HF's config.json spelling.
   nlohmann::json j = {
@@ -163,8 +163,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
 
 namespace {
 // A 2-D Q8_0/Q4_1/Q4_K/Q5_K/Q6_K weight is held as its blocks only (tensor/quant_blocks.h): a
-// view into the mapped file, no float32 copy. Null for any other tensor (those are dequantized
-// at load).
+// view into the mapped file, no float32 copy. Null for any other tensor.
 std::shared_ptr<const QuantBlocks> file_blocks(const GgufFile& f, const GgufTensorInfo& t) {
   BlockType type;
   const Shape shape = t.shape();
@@ -180,16 +179,29 @@ std::shared_ptr<const QuantBlocks> file_blocks(const GgufFile& f, const GgufTens
   return b;
 }
 
-// Un-permuting copies a q/k matrix's blocks; the file pages it read to do so would stay in the
-// resident set beside the copy (8 MiB for SmolLM2). The mapping is read-only and private, so
-// dropping them only means a later read faults them in again from the file. Whole pages
-// inside the matrix only (its neighbours' pages stay).
-void release_file_pages(const Tensor& w) {
-  if (!w.blocks() || w.has_storage()) return;
-  const QuantBlocks& b = *w.blocks();
+// A 2-D F16/BF16 weight is held as stored, 2 bytes a weight: a view of the mapped file (a copy
+// when the file puts it at an odd address), the same F16/BF16 tensor an HF checkpoint's
+// safetensors give, which the CPU backend multiplies in place (backend/cpu/half_matmul.h) and
+// the CUDA backend widens or uploads as it does theirs. Undefined for any other tensor (1-D
+// norms and biases are widened at load, as for safetensors).
+Tensor file_half_matrix(const GgufFile& f, const GgufTensorInfo& t) {
+  const std::string type = ggml_type_name(t.type);
+  const Shape shape = t.shape();
+  if (shape.size() != 2 || (type != "F16" && type != "BF16") || t.nbytes != uint64_t(shape_numel(shape)) * 2)
+    return Tensor();
+  return Tensor::view_or_copy(shape, type == "F16" ? DType::F16 : DType::BF16, f.tensor_data(t), f.owner());
+}
+
+// Un-permuting copies a q/k matrix (its blocks, or its 2-byte values); the file pages it read
+// to do so would stay in the resident set beside the copy (8 MiB for SmolLM2). The mapping is
+// read-only and private, so dropping them only means a later read faults them in again from
+// the file. Whole pages inside the tensor's data only (its neighbours' pages stay).
+void release_file_pages(const GgufFile& f, const std::string& name) {
+  const GgufTensorInfo& t = f.tensor_info(name);
+  const uintptr_t data = uintptr_t(f.tensor_data(t));
   const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
-  const uintptr_t lo = (uintptr_t(b.data) + page - 1) / page * page;
-  const uintptr_t hi = (uintptr_t(b.data) + b.rows * b.row_bytes()) / page * page;
+  const uintptr_t lo = (data + page - 1) / page * page;
+  const uintptr_t hi = (data + t.nbytes) / page * page;
   if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);   // advice: failure is harmless
 }
 }  // namespace
@@ -218,8 +230,9 @@ Tensor gguf_unpermute_rows(const Tensor& w, int n_head) {
     blocks = std::move(b);
   }
   if (!w.has_storage()) return Tensor::from_blocks(std::move(blocks));   // blocks only
-  Tensor out = Tensor::zeros(w.shape());
-  permute(reinterpret_cast<uint8_t*>(out.f32()), reinterpret_cast<const uint8_t*>(w.f32()), size_t(cols) * sizeof(float));
+  if (w.device() != Device::Host) throw std::invalid_argument("gguf_unpermute_rows: needs a host tensor");
+  Tensor out = Tensor::zeros(w.shape(), w.dtype());   // float32, or F16/BF16 as stored
+  permute(static_cast<uint8_t*>(out.raw()), static_cast<const uint8_t*>(w.raw()), size_t(cols) * dtype_size(w.dtype()));
   out.set_blocks(std::move(blocks));
   return out;
 }
@@ -245,6 +258,7 @@ GgufModel load_gguf_model(const std::string& path) {
                      shape_str(expected));
     used.insert(name);
     if (auto b = file_blocks(f, t)) return Tensor::from_blocks(std::move(b));
+    if (Tensor h = file_half_matrix(f, t); h.defined()) return h;
     return f.to_f32(t);
   };
 
@@ -272,11 +286,10 @@ GgufModel load_gguf_model(const std::string& path) {
       L.bv = get(p + "attn_v.bias", {KV});
     }
     if (permuted) {  // convert_hf_to_gguf permutes q with n_head, k with n_head_kv (bias too)
-      const Tensor file_q = L.wq, file_k = L.wk;
-      L.wq = gguf_unpermute_rows(file_q, c.num_heads);
-      L.wk = gguf_unpermute_rows(file_k, c.num_kv_heads);
-      release_file_pages(file_q);
-      release_file_pages(file_k);
+      L.wq = gguf_unpermute_rows(L.wq, c.num_heads);
+      L.wk = gguf_unpermute_rows(L.wk, c.num_kv_heads);
+      release_file_pages(f, p + "attn_q.weight");
+      release_file_pages(f, p + "attn_k.weight");
       if (c.attention_bias) {
         L.bq = gguf_unpermute_rows(L.bq, c.num_heads);
         L.bk = gguf_unpermute_rows(L.bk, c.num_kv_heads);

@@ -1,5 +1,6 @@
 // Weights: every tensor of a Llama/Qwen2 decoder, named for what it is, in the type it is
-// stored in (F32/F16/BF16 views into memory-mapped safetensors files).
+// stored in (F32/F16/BF16 views into memory-mapped safetensors or GGUF files, GGUF blocks:
+// tensor/quant_blocks.h).
 // HF names in comments; shapes are PyTorch's [out, in] for Linear weights.
 #pragma once
 #include <memory>

@@ -110,8 +110,10 @@ SchemeWeights stored_blocks_weights(const Weights& w) {
         for (int64_t r = 0; r < b->rows; ++r)
           dequantize_row(ggml_type, b->data + r * b->row_bytes(), fresh.f32() + r * b->cols, b->cols);
         out.bytes += int64_t(b->rows * b->row_bytes()) - 4 * src.numel();
-      } else {
-        std::memcpy(fresh.f32(), src.f32(), src.nbytes());
+      } else {   // float32, or F16/BF16 as stored (widened exactly; stored at 2 bytes a weight)
+        const Tensor values = src.values_f32();
+        std::memcpy(fresh.f32(), values.f32(), values.nbytes());
+        out.bytes -= int64_t(4 - dtype_size(src.dtype())) * src.numel();
       }
       out.weights.layers[L].*slot.member = fresh;
     }

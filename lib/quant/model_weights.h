@@ -40,7 +40,8 @@ Weights float_reference(const Weights& w);
 SchemeWeights quantize_weights(const Weights& w, WeightScheme s, bool keep_norms_float);
 
 // The identity check: each linear dequantized again from the GGUF blocks it was loaded from
-// (Q8_0/Q4_1 as stored), into fresh float32 tensors. A linear without blocks is copied. The
+// (Q8_0/Q4_1 as stored), into fresh float32 tensors. A linear without blocks is copied (F16/BF16
+// widened, counted at 2 bytes a weight in `bytes`). The
 // result equals the reference bit for bit, so every error lmscope-quant reports for it is 0.
 SchemeWeights stored_blocks_weights(const Weights& w);
 

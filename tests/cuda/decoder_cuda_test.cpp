@@ -11,6 +11,7 @@
 #include "cuda_test_util.h"
 #include "experiments/run.h"
 #include "generate/generator.h"
+#include "kernels/dtype_convert.cuh"
 #include "model/random_weights.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_writer.h"
@@ -25,6 +26,27 @@ struct Model {
   ModelConfig cfg = tiny_qwen2_shapes(300);
   Weights w = random_weights(cfg, 42, 0.3f);
 };
+
+// The model with its matrices (the embedding, the head, the projections) held as `type`, F16 or
+// BF16 as stored: the tensors the safetensors and GGUF loaders give for a bf16/f16 checkpoint.
+// The values are rounded once, so both backends read the same ones; vectors stay float32.
+Model with_matrices_as(DType type) {
+  Model m;
+  auto hold = [&](Tensor& t) {
+    Tensor h = Tensor::zeros(t.shape(), type);
+    auto* bits = static_cast<uint16_t*>(h.raw());
+    for (int64_t i = 0; i < t.numel(); ++i)
+      bits[i] = type == DType::BF16 ? f32_to_bf16(t.f32()[i]) : f32_to_f16(t.f32()[i]);
+    t = h;
+  };
+  const bool tied = m.w.lm_head.same_storage(m.w.embed);
+  hold(m.w.embed);
+  if (tied) m.w.lm_head = m.w.embed;
+  else hold(m.w.lm_head);
+  for (LayerWeights& l : m.w.layers)
+    for (Tensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) hold(*t);
+  return m;
+}
 
 GenerateOptions options(PaddingSide side, bool cache) {
   GenerateOptions o;
@@ -64,10 +86,10 @@ class CudaDecoder : public ::testing::TestWithParam<std::tuple<PaddingSide, bool
 
 // CUDA against the CPU, the same hooks on both sides; tokens equal, every hook within the
 // float32 tolerances.
-void expect_cuda_matches_cpu(PaddingSide side, bool cache, const std::string& hooks, const std::string& tag) {
+void expect_cuda_matches_cpu(PaddingSide side, bool cache, const std::string& hooks, const std::string& tag,
+                             const Model& m = Model()) {
   LMSCOPE_CUDA_OR_SKIP(gpu, "f32");
   auto cpu = make_backend("cpu");
-  Model m;
   GenerateOptions o = options(side, cache);
   const std::string a = temp("cuda-" + tag), ref = temp("cpu-" + tag);
   auto tokens_gpu = traced(*gpu, m, o, a, hooks);
@@ -104,6 +126,17 @@ INSTANTIATE_TEST_SUITE_P(PaddingAndCache, CudaDecoder,
                            return std::string(padding_side_name(std::get<0>(info.param))) +
                                   (std::get<1>(info.param) ? "_cache" : "_nocache");
                          });
+
+// bf16/f16 matrices held as stored (an HF checkpoint's safetensors, a GGUF's F16/BF16 tensors):
+// the CPU multiplies the 2-byte values (half_matmul.h), the CUDA backend uploads them widened;
+// the same tokens, every hook within the float32 tolerances.
+TEST(CudaHalfMatrices, F16AndBf16MatchTheCpu) {
+  for (DType type : {DType::F16, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(type));
+    expect_cuda_matches_cpu(PaddingSide::Left, true, kFusedAttentionHooks, std::string("half-") + dtype_name(type),
+                            with_matrices_as(type));
+  }
+}
 
 // A hook that does not change which attention path runs (here every residual and the
 // embedding) leaves the logits bit for bit as without a trace; hooking attn.probs switches to

@@ -168,6 +168,99 @@ def test_weights_are_the_checkpoints_tensors(tiny):
         tiny.weight("model.layers.9.mlp.up_proj.weight")
 
 
+def _write_gguf(path, arch, meta, tensors):
+    """A GGUF v3 file written by hand (the format of ggml's docs/gguf.md: magic, version, counts,
+    key/values, tensor infos with ggml's reversed shapes, data aligned to 32): `meta` maps keys to
+    ints (uint32), floats (float32), strings or lists of strings; `tensors` maps names to float32
+    or float16 arrays, or to (uint16 array, 30) for bf16."""
+    import struct
+
+    def string(s):
+        b = s.encode()
+        return struct.pack("<Q", len(b)) + b
+
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(meta) + 1)
+    head += string("general.architecture") + struct.pack("<I", 8) + string(arch)
+    for k, v in meta.items():
+        if isinstance(v, int):
+            value = struct.pack("<II", 4, v)
+        elif isinstance(v, float):
+            value = struct.pack("<If", 6, v)
+        elif isinstance(v, str):
+            value = struct.pack("<I", 8) + string(v)
+        else:
+            value = struct.pack("<IIQ", 9, 8, len(v)) + b"".join(string(e) for e in v)
+        head += string(k) + value
+    data = b""
+    for name, t in tensors.items():
+        a, ggml_type = t if isinstance(t, tuple) else (t, {np.dtype(np.float32): 0, np.dtype(np.float16): 1}[t.dtype])
+        head += string(name) + struct.pack("<I", a.ndim) + struct.pack("<%dQ" % a.ndim, *reversed(a.shape))
+        head += struct.pack("<IQ", ggml_type, len(data))
+        data += a.tobytes() + b"\0" * (-a.nbytes % 32)
+    with open(path, "wb") as f:
+        f.write(head + b"\0" * (-len(head) % 32) + data)
+
+
+def _gpt2_byte_alphabet():
+    """GPT-2's byte -> printable character table (the byte-level BPE alphabet)."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    extra = iter(range(256, 512))
+    return [chr(b) if b in keep else chr(next(extra)) for b in range(256)]
+
+
+@pytest.mark.parametrize("half", ["f16", "bf16"])
+def test_weight_widens_a_ggufs_half_matrices(tmp_path, half):
+    """A GGUF's F16/BF16 matrices are held as stored (2 bytes a weight); m.weight() still gives
+    them as float32, the file's values widened exactly. The tiny Qwen2 written as a GGUF by hand
+    (llama.cpp's tensor names), its matrices rounded to the half type, vectors float32."""
+    import json
+    ref = _read_safetensors(TINY + "/model.safetensors")
+    c = json.load(open(TINY + "/config.json"))
+    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+             "lm_head.weight": "output.weight"}
+    parts = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm.weight": "ffn_norm.weight",
+             "self_attn.o_proj.weight": "attn_output.weight", "mlp.gate_proj.weight": "ffn_gate.weight",
+             "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
+    for p in "qkv":
+        parts["self_attn.%s_proj.weight" % p] = "attn_%s.weight" % p
+        parts["self_attn.%s_proj.bias" % p] = "attn_%s.bias" % p
+    for L in range(c["num_hidden_layers"]):
+        for hf, gg in parts.items():
+            names["model.layers.%d.%s" % (L, hf)] = "blk.%d.%s" % (L, gg)
+    want, tensors = {}, {}
+    for hf, gg in names.items():
+        v = ref[hf]
+        if v.ndim == 2 and half == "f16":
+            stored = v.astype(np.float16)
+            want[hf], tensors[gg] = stored.astype(np.float32), stored
+        elif v.ndim == 2:   # bf16: the top 16 bits, rounded to nearest even
+            u = v.view(np.uint32).astype(np.uint64)
+            stored = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+            want[hf], tensors[gg] = (stored.astype(np.uint32) << 16).view(np.float32), (stored, 30)
+        else:
+            want[hf], tensors[gg] = v, v
+    meta = {"qwen2.block_count": c["num_hidden_layers"], "qwen2.context_length": c["max_position_embeddings"],
+            "qwen2.embedding_length": c["hidden_size"], "qwen2.feed_forward_length": c["intermediate_size"],
+            "qwen2.attention.head_count": c["num_attention_heads"],
+            "qwen2.attention.head_count_kv": c["num_key_value_heads"], "qwen2.vocab_size": c["vocab_size"],
+            "qwen2.rope.freq_base": float(c["rope_theta"]),
+            "qwen2.attention.layer_norm_rms_epsilon": float(c["rms_norm_eps"]),
+            # a stand-in byte-level BPE (GPT-2's byte alphabet, one merge), as the module loads one
+            "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "qwen2",
+            "tokenizer.ggml.tokens": _gpt2_byte_alphabet() + ["\u0120t"] +
+                                     ["<filler_%d>" % i for i in range(c["vocab_size"] - 257)],
+            "tokenizer.ggml.merges": ["\u0120 t"]}
+    path = str(tmp_path / ("tiny.%s.gguf" % half))
+    _write_gguf(path, "qwen2", meta, tensors)
+    m = lmscope.Model(path)
+    assert sorted(m.weight_names()) == sorted(want)
+    for name, w in want.items():
+        got = m.weight(name)
+        assert got.dtype == np.float32 and got.shape == w.shape, name
+        np.testing.assert_array_equal(got, w, err_msg=name)
+    assert not np.array_equal(want["lm_head.weight"], ref["lm_head.weight"])   # the rounding was real
+
+
 def test_direct_logit_attribution_from_the_weights(smollm2):
     """The logits are the final norm's output times the unembedding: the identity direct logit
     attribution rests on, with the GGUF's blocks dequantized by m.weight()."""

@@ -13,7 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "kernels/dtype_convert.cuh"
 #include "model/load_model.h"
+#include "model/random_weights.h"
 #include "quant/model_weights.h"
 #include "quant/quant_backend.h"
 
@@ -150,6 +152,33 @@ TEST(QuantSchemes, StoredGgufBlocksAreTheIdentity) {
     }
   EXPECT_EQ(with_blocks, int64_t(7 * ref.layers.size()));   // the check covered every linear
   EXPECT_LT(ids.bytes, float_bytes(ref));
+}
+
+// A bf16/f16 linear (a safetensors checkpoint's, or a GGUF's F16/BF16 matrix, both held as
+// stored) has no blocks: the identity check widens it (exactly: the reference's values) and
+// counts it at 2 bytes a weight.
+TEST(QuantSchemes, StoredHalfMatricesAreTheIdentity) {
+  const ModelConfig cfg = tiny_qwen2_shapes(64);
+  Weights w = random_weights(cfg, 5, 0.1f);
+  int64_t half_weights = 0;
+  for (LayerWeights& l : w.layers)
+    for (const LinearSlot& s : linear_slots()) {
+      const Tensor f = l.*s.member;
+      Tensor h = Tensor::zeros(f.shape(), DType::BF16);
+      for (int64_t i = 0; i < f.numel(); ++i) static_cast<uint16_t*>(h.raw())[i] = f32_to_bf16(f.f32()[i]);
+      l.*s.member = h;
+      half_weights += h.numel();
+    }
+  const Weights ref = float_reference(w);
+  const SchemeWeights ids = stored_blocks_weights(w);
+  for (size_t L = 0; L < ref.layers.size(); ++L)
+    for (const LinearSlot& s : linear_slots()) {
+      const Tensor& a = ids.weights.layers[L].*s.member;
+      const Tensor& b = ref.layers[L].*s.member;
+      ASSERT_EQ(a.dtype(), DType::F32);
+      ASSERT_EQ(std::memcmp(a.raw(), b.raw(), b.nbytes()), 0) << "layer " << L << " " << s.name;
+    }
+  EXPECT_EQ(ids.bytes, float_bytes(ref) - 2 * half_weights);
 }
 
 TEST(QuantSchemes, A8TokenOffersItsScalesAsHooks) {

@@ -10,9 +10,10 @@
 // super-block of 256 (llama.cpp's Q8_K) for Q4_K/Q5_K/Q6_K weights (q8k_matmul.h). Weights held as float32
 // (F32 tensors) and bf16/f16 matrices held as stored still multiply float32 activations.
 //
-// A bf16/f16 matrix (an HF checkpoint's safetensors; the GGUF loader widens a GGUF's F16/BF16
-// tensors to float32 before they get here) is held as stored too, 2 bytes a weight (half_matmul.h): decode multiplies the values directly, prefill
-// widens a panel of rows at a time and runs sgemm on it, the embedding widens the rows it copies.
+// A bf16/f16 matrix (an HF checkpoint's safetensors, a GGUF's F16/BF16 tensors: both loaders
+// give an F16/BF16 tensor viewing the file) is held as stored too, 2 bytes a weight
+// (half_matmul.h): decode multiplies the values directly, prefill widens a panel of rows at a
+// time and runs sgemm on it, the embedding widens the rows it copies.
 #pragma once
 #include "backend/backend.h"
 #include "backend/cpu/block_matmul.h"   // kBlockMatmulMaxRows
