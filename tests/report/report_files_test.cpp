@@ -226,3 +226,48 @@ TEST_F(ReportFiles, AFolderThatIsNotOursIsNeverReplaced) {
   EXPECT_EQ(files_in(dir + "/page.html.d"), std::set<std::string>{"notes.txt"});
   EXPECT_TRUE(temporaries_in(dir).empty());
 }
+
+// The issue's case: a 431-token SmolLM2 chat prompt (tests/report/long_chat_prompt.txt), 8 new
+// tokens. Its page stays under 512 KiB (docs/report.md, "Size"), its heatmaps go to the folder
+// (auto: more than 1 MiB), each file of the stated size, and the last layer is reachable at
+// the last step and at the prefill, showing the trace's values.
+TEST_F(ReportFiles, SmolLM2ChatPromptOf431TokensReachesEveryLayer) {
+  if (!fs::exists(kSmol)) GTEST_SKIP() << "models/SmolLM2-135M-Instruct.Q4_1.gguf not fetched (scripts/fetch-model.sh)";
+  const std::string trace = dir_->file("long.h5"), html = dir_->file("long/report.html"), folder = html + ".d";
+  fs::create_directories(dir_->file("long"));
+  CliRun t = run_cli(kBin + "/lmscope-trace --model " + kSmol + " --chat --prompt \"$(cat " + kSrc +
+                     "/tests/report/long_chat_prompt.txt)\" --max-new-tokens 8 -q --hooks 'tokens.*,mask.*,layers.*.attn.probs' --out " +
+                     trace);
+  ASSERT_EQ(t.code, 0) << t.err;
+  TraceReader tr(trace);
+  ASSERT_EQ(tr.read(0, "tokens.input_ids").shape[1], 431);
+  ASSERT_EQ(tr.n_steps(), 8);
+  CliRun r = report(trace + " -o " + html);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_LT(fs::file_size(html), 512u << 10);
+  const int layers = layer_count(tr);
+  ASSERT_EQ(layers, 30);
+  EXPECT_EQ(files_in(folder).size(), size_t(8 * layers + 1));
+  for (int st : {0, 7})
+    for (int L : {0, 29}) {
+      const std::string name = "s" + std::to_string(st) + "-l" + std::to_string(L) + ".js";
+      EXPECT_EQ(fs::file_size(folder + "/" + name), stated_file_bytes(tr.read(st, "layers." + std::to_string(L) + ".attn.probs"), st, L))
+          << name;
+    }
+  need_browser();
+  const HookData p = tr.read(7, "layers.29.attn.probs");
+  const int head = int(p.shape[1]) - 1, k = distinct_key(p, head);
+  ASSERT_GE(k, 0);
+  expect_heatmap_cell(render(html, cell_fragment(0, 7, 29, head, 0, k)), p, 29, head, 0, k, 7);
+  const HookData p0 = tr.read(0, "layers.29.attn.probs");
+  const auto [q0, k0] = distinct_cell(p0, head);
+  ASSERT_GE(q0, 0);
+  const std::string dom = render(html, cell_fragment(0, 0, 29, head, q0, k0));
+  expect_heatmap_cell(dom, p0, 29, head, q0, k0, 0);
+  EXPECT_NE(dom.find("data-cells=\"431x431\""), std::string::npos) << "the prefill's heatmap: one bitmap of 431 x 431 cells";
+  const std::string png = dir_->file("long/report.png");
+  ASSERT_EQ(screenshot(chromium_, dir_->file("profile"), "file://" + html + "#step=0&layer=29", png, 1280, 4000).code, 0);
+  PngStats st = png_stats(png);
+  ASSERT_TRUE(st.ok) << st.error;
+  EXPECT_GT(st.non_white, 0.05);
+}
