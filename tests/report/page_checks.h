@@ -1,5 +1,6 @@
-// Checks on a rendered report page that several report tests share: the page's rounding, the
-// attention heatmap's cell against the trace, and text found after an element in the DOM.
+// Checks on a rendered report page that several report tests share: the page rendered without
+// script errors, the attention heatmap's cell against the trace (its quantization), and text
+// found after an element in the DOM.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -34,6 +35,16 @@ inline double level_tolerance() { return 0.5 / kProbLevels * (1 + 1e-9); }
 // What the page prints (6 decimals of the stored number): within 0.00001 of the trace's, as
 // docs/report.md says.
 constexpr double kShownTolerance = 1e-5;
+
+// The DOM of the page at `url` (a file:// URL with its #fragment) after its scripts ran,
+// checked: no script errors, rendering finished.
+inline std::string rendered_dom(const std::string& chromium, const std::string& profile, const std::string& url) {
+  CliRun dom = dump_dom(chromium, profile, url);
+  EXPECT_EQ(dom.code, 0) << dom.err;
+  EXPECT_EQ(dom_text(dom.out, "script-errors"), "") << url;
+  EXPECT_EQ(dom_text(dom.out, "render-status"), "rendered") << url;
+  return dom.out;
+}
 
 // Where the element with this id starts in the serialized DOM (npos if absent).
 inline size_t element_at(const std::string& dom, const std::string& id) { return dom.find("id=\"" + id + "\""); }

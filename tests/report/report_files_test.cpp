@@ -54,11 +54,7 @@ class ReportFiles : public ::testing::Test {
     return html;
   }
   static std::string render(const std::string& html, const std::string& fragment) {
-    CliRun dom = dump_dom(chromium_, dir_->file("profile"), "file://" + html + fragment);
-    EXPECT_EQ(dom.code, 0) << dom.err;
-    EXPECT_EQ(dom_text(dom.out, "script-errors"), "") << html;
-    EXPECT_EQ(dom_text(dom.out, "render-status"), "rendered") << html;
-    return dom.out;
+    return rendered_dom(chromium_, dir_->file("profile"), "file://" + html + fragment);
   }
 
   static TempDir* dir_;
