@@ -29,7 +29,7 @@
 using namespace lmscope;
 
 int main(int argc, char** argv) {
-  CLI::App app{"lmscope-report: a self-contained HTML page (or an SVG picture) from a trace"};
+  CLI::App app{"lmscope-report: an HTML page (with a folder of heatmaps for a long trace) or an SVG picture from a trace"};
   std::string trace_path, out, layers, steps, model, svg, storage = "auto";
   int top_k = 10, layer = 0, head = 0, step = 0, row = 0, query = -1;
   bool summary = false;
