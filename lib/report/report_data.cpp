@@ -190,7 +190,7 @@ json absent(const std::string& hooks, const std::string& what) {
   return {{"absent", "This trace has no " + what + ". Trace with --hooks '" + hooks + "' to see it."}};
 }
 
-// A mask's rows as run lengths (report_data.h, mask_runs): `sees(i, s)` says whether row i
+// A mask's rows as run lengths (report_data.h, mask_row): `sees(i, s)` says whether row i
 // may see column s.
 template <typename Sees>
 json mask_rows(int64_t rows, int64_t cols, Sees sees) {
