@@ -12,13 +12,14 @@
 
 namespace lmscope {
 
-void write_file_atomic(const std::string& path, const std::string& content) {
-  auto fail = [&](const std::string& why) { throw std::runtime_error("cannot write '" + path + "': " + why); };
-  require_output_target(path);
-  const FileSizeSignalIgnored xfsz;   // ulimit -f: EFBIG from write(), reported below
+std::string temporary_beside(const std::string& path) {
   std::random_device rd;
-  const std::string tmp = path + ".partial." + std::to_string(::getpid()) + "." + std::to_string(rd() % 1000000);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  return path + ".partial." + std::to_string(::getpid()) + "." + std::to_string(rd() % 1000000);
+}
+
+void write_new_file(const std::string& file, const std::string& content, const std::string& shown) {
+  auto fail = [&](const std::string& why) { throw std::runtime_error("cannot write '" + shown + "': " + why); };
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) fail(std::strerror(errno));
   const char* p = content.data();
   size_t left = content.size();
@@ -28,7 +29,7 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     if (n <= 0) {
       const std::string why = n < 0 ? std::strerror(errno) : "short write";
       ::close(fd);
-      ::unlink(tmp.c_str());
+      ::unlink(file.c_str());
       fail(why);
     }
     p += n;
@@ -38,13 +39,20 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   const int sync_errno = errno;
   if (::close(fd) != 0 || synced != 0) {
     const std::string why = std::strerror(synced != 0 ? sync_errno : errno);
-    ::unlink(tmp.c_str());
+    ::unlink(file.c_str());
     fail(why);
   }
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  require_output_target(path);
+  const FileSizeSignalIgnored xfsz;   // ulimit -f: EFBIG from write(), reported below
+  const std::string tmp = temporary_beside(path);
+  write_new_file(tmp, content, path);
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     ::unlink(tmp.c_str());
-    fail(why);
+    throw std::runtime_error("cannot write '" + path + "': " + why);
   }
 }
 

@@ -18,18 +18,6 @@ namespace lmscope {
 
 using nlohmann::json;
 
-std::vector<int> sample_indices(int n, int at_most) {
-  std::vector<int> out;
-  if (n <= 0) return out;
-  if (n <= at_most) {
-    for (int i = 0; i < n; ++i) out.push_back(i);
-    return out;
-  }
-  for (int i = 0; i < at_most; ++i) out.push_back(int(std::lround(double(i) * (n - 1) / (at_most - 1))));
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
 double round_significant(double v, int digits) {
   if (v == 0 || !std::isfinite(v)) return v;
   char buf[32];
@@ -202,6 +190,25 @@ json absent(const std::string& hooks, const std::string& what) {
   return {{"absent", "This trace has no " + what + ". Trace with --hooks '" + hooks + "' to see it."}};
 }
 
+// A mask's rows as run lengths (report_data.h, mask_row): `sees(i, s)` says whether row i
+// may see column s.
+template <typename Sees>
+json mask_rows(int64_t rows, int64_t cols, Sees sees) {
+  json g = json::array();
+  for (int64_t i = 0; i < rows; ++i) {
+    json runs = json::array();
+    int64_t run = 0;
+    bool value = false;   // the first run is of masked columns (0 long when column 0 is seen)
+    for (int64_t s = 0; s < cols; ++s) {
+      if (sees(i, s) != value) runs.push_back(run), run = 0, value = !value;
+      ++run;
+    }
+    runs.push_back(run);
+    g.push_back(runs);
+  }
+  return g;
+}
+
 json mask_section(const Ctx& c) {
   if (!c.has(0, "mask.combined") && !c.has(0, "mask.causal") && !c.has(0, "mask.padding"))
     return absent("mask.*", "mask.* hooks");
@@ -211,36 +218,17 @@ json mask_section(const Ctx& c) {
   out["past"] = si.past_length;
   if (c.has(0, "mask.causal")) {
     HookData d = c.tr.read(0, "mask.causal");   // [T,S] 1 = may see
-    json g = json::array();
-    for (int64_t t = 0; t < d.shape[0]; ++t) {
-      json r = json::array();
-      for (int64_t s = 0; s < d.shape[1]; ++s) r.push_back(int(d.values[size_t(at(d, {t, s}))] != 0));
-      g.push_back(r);
-    }
-    out["causal"] = g;
+    out["causal"] = mask_rows(d.shape[0], d.shape[1], [&](int64_t t, int64_t s) { return d.values[size_t(at(d, {t, s}))] != 0; });
   }
   if (c.has(0, "mask.padding")) {
     HookData d = c.tr.read(0, "mask.padding");   // [B,S] 1 = real
-    json g = json::array();
-    for (int64_t b = 0; b < d.shape[0]; ++b) {
-      json r = json::array();
-      for (int64_t s = 0; s < d.shape[1]; ++s) r.push_back(int(d.values[size_t(at(d, {b, s}))] != 0));
-      g.push_back(r);
-    }
-    out["padding"] = g;
+    out["padding"] = mask_rows(d.shape[0], d.shape[1], [&](int64_t b, int64_t s) { return d.values[size_t(at(d, {b, s}))] != 0; });
   }
   if (c.has(0, "mask.combined")) {
     HookData d = c.tr.read(0, "mask.combined");   // [B,T,S] additive: 0 = may see
     json rows = json::array();
-    for (int64_t b = 0; b < d.shape[0]; ++b) {
-      json g = json::array();
-      for (int64_t t = 0; t < d.shape[1]; ++t) {
-        json r = json::array();
-        for (int64_t s = 0; s < d.shape[2]; ++s) r.push_back(int(d.values[size_t(at(d, {b, t, s}))] == 0));
-        g.push_back(r);
-      }
-      rows.push_back(g);
-    }
+    for (int64_t b = 0; b < d.shape[0]; ++b)
+      rows.push_back(mask_rows(d.shape[1], d.shape[2], [&](int64_t t, int64_t s) { return d.values[size_t(at(d, {b, t, s}))] == 0; }));
     out["combined"] = rows;
   }
   return out;
@@ -248,45 +236,25 @@ json mask_section(const Ctx& c) {
 
 std::string probs_hook(int L) { return "layers." + std::to_string(L) + ".attn.probs"; }
 
-json attention_section(const Ctx& c, const ReportOptions& opt, int64_t B) {
+// Every step and layer with probabilities: the overview (each head's last query row: its
+// entropy in bits and the key column it attends to most), and, for the chosen steps and layers
+// when `stored` is given, the probabilities as the page stores them (report/attention_store.h),
+// each read from the trace once.
+json attention_section(const Ctx& c, const ReportOptions& opt, int64_t B, std::vector<AttentionPart>* stored) {
   std::vector<int> with_probs;
   for (int L = 0; L < c.n_layers; ++L)
     if (c.anywhere(probs_hook(L))) with_probs.push_back(L);
   if (with_probs.empty()) return absent("layers.*.attn.probs", "attention probabilities (layers.*.attn.probs)");
   const int n_steps = c.tr.n_steps();
-  std::vector<int> layers = opt.layers, steps = opt.steps;
-  if (layers.empty()) {
-    // Up to 5 layers, fewer when the prefill's heatmaps are large (a long prompt: T*S grows as
-    // the square of its length), so the page stays near kAttentionBudget numbers.
-    int at_most = 5;
-    if (c.has(0, probs_hook(with_probs[0]))) {
-      HookData d0 = c.tr.read(0, probs_hook(with_probs[0]));
-      const double per_layer = double(d0.values.size());
-      at_most = int(std::clamp(kAttentionBudget / std::max(per_layer, 1.0), 1.0, 5.0));
-    }
-    for (int i : sample_indices(int(with_probs.size()), at_most)) layers.push_back(with_probs[size_t(i)]);
-  }
-  if (steps.empty()) {   // the prefill, the first decode step, the middle one and the last
-    const std::set<int> s = {0, std::min(1, n_steps - 1), n_steps / 2, n_steps - 1};
-    steps.assign(s.begin(), s.end());
-  }
+  std::vector<int> layers = opt.layers.empty() ? with_probs : opt.layers, steps = opt.steps;
+  if (steps.empty())
+    for (int st = 0; st < n_steps; ++st) steps.push_back(st);
+  const std::set<int> layer_set(layers.begin(), layers.end()), step_set(steps.begin(), steps.end());
   json out;
   out["layers"] = layers;
   out["steps"] = steps;
-  json cells = json::object();   // "step/layer" -> {T, S, past, H, probs: [B][H][T][S] flat}
-  for (int st : steps)
-    for (int L : layers) {
-      if (!c.has(st, probs_hook(L))) continue;
-      HookData d = c.tr.read(st, probs_hook(L));
-      const StepInfo si = c.tr.step_info(st);
-      json p = json::array();
-      for (double v : d.values) p.push_back(round_significant(v, kReportDigits));
-      cells[std::to_string(st) + "/" + std::to_string(L)] = {
-          {"T", d.shape[2]}, {"S", d.shape[3]}, {"H", d.shape[1]}, {"past", si.past_length}, {"probs", p}};
-    }
-  out["cells"] = cells;
-  // Overview: for every step and layer with probs, each head's last query row: its entropy
-  // (bits) and the key column it attends to most.
+  json shapes = json::object();   // "step" -> {T, S, past}
+  json cells = json::object();    // "step/layer" -> [H, 1 if only the causal triangle is stored]
   json overview = json::object();
   for (int st = 0; st < n_steps; ++st) {
     json per_row = json::array();
@@ -316,11 +284,19 @@ json attention_section(const Ctx& c, const ReportOptions& opt, int64_t B) {
         ent[size_t(b)].push_back(e);
         top[size_t(b)].push_back(m);
       }
+      if (stored && step_set.count(st) && layer_set.count(L)) {
+        AttentionPart part{st, L, store_attention(d, "'" + c.tr.path() + "' " + step_group_name(st) + " " + probs_hook(L))};
+        shapes[std::to_string(st)] = {{"T", T}, {"S", S}, {"past", c.tr.step_info(st).past_length}};
+        cells[std::to_string(st) + "/" + std::to_string(L)] = {H, int(part.stored.triangle)};
+        stored->push_back(std::move(part));
+      }
     }
     if (!any) continue;
     for (int64_t b = 0; b < B; ++b) per_row.push_back({{"entropy", ent[size_t(b)]}, {"top", top[size_t(b)]}});
     overview[std::to_string(st)] = per_row;
   }
+  out["shapes"] = shapes;
+  out["cells"] = cells;
   out["overview"] = overview;
   return out;
 }
@@ -542,6 +518,16 @@ json lens_section(const Ctx& c, int64_t B) {
 
 }  // namespace
 
+std::vector<bool> mask_row(const json& runs) {
+  std::vector<bool> row;
+  bool value = false;
+  for (const json& n : runs) {
+    row.insert(row.end(), size_t(n.get<int64_t>()), value);
+    value = !value;
+  }
+  return row;
+}
+
 int trace_layer_count(const TraceReader& tr) {
   int n = 0;
   for (int st = 0; st < tr.n_steps(); ++st)
@@ -549,7 +535,8 @@ int trace_layer_count(const TraceReader& tr) {
   return n;
 }
 
-json report_data(const TraceReader& tr, const ReportOptions& opt, const tok::Tokenizer* tokenizer) {
+json report_data(const TraceReader& tr, const ReportOptions& opt, const tok::Tokenizer* tokenizer,
+                 std::vector<AttentionPart>* attention) {
   Ctx c{tr, tokenizer, {}, {}, {}, 0};
   for (int st = 0; st < tr.n_steps(); ++st) {
     std::vector<std::string> h = tr.hooks(st);
@@ -577,7 +564,7 @@ json report_data(const TraceReader& tr, const ReportOptions& opt, const tok::Tok
   j["tokens"] = token_section(c, B);   // fills the prompt pieces the later sections use
   j["header"] = header(c);
   j["masks"] = mask_section(c);
-  j["attention"] = attention_section(c, opt, B);
+  j["attention"] = attention_section(c, opt, B, attention);
   j["residual"] = residual_section(c, B);
   j["generation"] = generation_section(c, opt, B);
   j["lens"] = lens_section(c, B);

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "report/grid_svg.h"
+#include "report/report_data.h"
 
 namespace lmscope {
 
@@ -25,20 +26,20 @@ void check_row(const json& data, int row) {
 
 }  // namespace
 
-std::string attention_svg(const json& data, int step, int layer, int head, int row) {
+std::string attention_svg(const json& data, const TraceReader& tr, int step, int layer, int head, int row) {
   check_row(data, row);
   const json& a = data["attention"];
   if (a.contains("absent")) throw std::runtime_error(a["absent"].get<std::string>());
-  const std::string key = std::to_string(step) + "/" + std::to_string(layer);
-  if (!a["cells"].contains(key))
-    throw std::runtime_error("the trace has no layers." + std::to_string(layer) + ".attn.probs at step " + std::to_string(step) +
+  const std::string hook = "layers." + std::to_string(layer) + ".attn.probs";
+  if (step < 0 || step >= tr.n_steps() || !tr.has_hook(step, hook))
+    throw std::runtime_error("the trace has no " + hook + " at step " + std::to_string(step) +
                              "; trace with --hooks 'layers.*.attn.probs'");
-  const json& cell = a["cells"][key];
-  const int64_t H = cell["H"], T = cell["T"], S = cell["S"], past = cell["past"];
+  const HookData d = tr.read(step, hook);   // [B,H,T,S]
+  const int64_t H = d.shape[1], T = d.shape[2], S = d.shape[3], past = tr.step_info(step).past_length;
   if (head < 0 || head >= H)
     throw std::runtime_error("--head " + std::to_string(head) + ": the layer has " + std::to_string(H) + " heads (0.." +
                              std::to_string(H - 1) + ")");
-  const json& p = cell["probs"];
+  const std::vector<double>& p = d.values;
   GridPicture g;
   g.title = "Attention probabilities: layer " + std::to_string(layer) + ", head " + std::to_string(head) + ", step " +
             std::to_string(step) + (step == 0 ? " (prefill)" : " (decode)");
@@ -48,7 +49,7 @@ std::string attention_svg(const json& data, int step, int layer, int head, int r
   for (int64_t s = 0; s < S; ++s) g.col_labels.push_back(column_label(data, row, s));
   for (int64_t q = 0; q < T; ++q) {
     std::vector<double> line;
-    for (int64_t s = 0; s < S; ++s) line.push_back(p[size_t(((row * H + head) * T + q) * S + s)].get<double>());
+    for (int64_t s = 0; s < S; ++s) line.push_back(p[size_t(((row * H + head) * T + q) * S + s)]);
     g.values.push_back(line);
   }
   g.legend = "probability (softmax, each row sums to 1)";
@@ -71,13 +72,13 @@ std::string mask_svg(const json& data, int row) {
   g.title = "Attention mask (combined causal + padding), row " + std::to_string(row) + ", prefill";
   g.x_label = "key token (column)";
   g.y_label = "query token";
-  for (size_t q = 0; q < grid.size(); ++q) g.row_labels.push_back(column_label(data, row, past + int64_t(q)));
-  for (size_t s = 0; s < grid[0].size(); ++s) g.col_labels.push_back(column_label(data, row, int64_t(s)));
-  for (const json& line : grid) {
+  for (const json& runs : grid) {
     std::vector<double> v;
-    for (const json& x : line) v.push_back(x.get<int>() ? 0.85 : 0.0);
+    for (bool sees : mask_row(runs)) v.push_back(sees ? 0.85 : 0.0);
     g.values.push_back(v);
   }
+  for (size_t q = 0; q < g.values.size(); ++q) g.row_labels.push_back(column_label(data, row, past + int64_t(q)));
+  for (size_t s = 0; s < g.values.at(0).size(); ++s) g.col_labels.push_back(column_label(data, row, int64_t(s)));
   g.legend = "may attend";
   g.legend_stops = {{0, "masked"}, {0.85, "allowed"}};
   g.caption = "Blue: the query may read that key. White: masked (a future token, or padding).";

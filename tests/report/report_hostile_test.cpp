@@ -88,8 +88,27 @@ TEST(ReportHostile, NanLogitsAreOneLineInTheReportAndALineOnTheStepPage) {
 TEST(ReportHostile, AnAttributeThatIsNotUtf8IsShownNotThrown) {
   TempDir dir;
   const std::string trace = dir.file("latin1.h5"), out = dir.file("out.html");
-  write_crafted_trace(trace, [](H5Edit& e) { e.string_attr("/", "producer", "caf\xe9"); });
+  write_crafted_trace(trace, [](H5Edit& e) {
+    e.string_attr("/", "producer", "caf\xe9");
+    // The synthetic trace's "probabilities" are sine waves in [-0.5, 0.5], which the page
+    // refuses (the next test): here they are a number a probability can be.
+    e.replace("step_0000/layers/0/attn/probs", "layers.0.attn.probs", "B,H,T,S", {2, 2, 4, 4}, 0.25);
+    e.replace("step_0001/layers/0/attn/probs", "layers.0.attn.probs", "B,H,T,S", {2, 2, 1, 5}, 0.25);
+  });
   const CliRun r = run_cli(kBin + "/lmscope-report " + trace + " -o " + out);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(read_text(out).find("caf\xEF\xBF\xBD"), std::string::npos) << "U+FFFD in place of the byte";
+}
+
+TEST(ReportHostile, AttentionProbabilitiesOutsideZeroToOneAreOneLine) {
+  TempDir dir;
+  const std::string trace = dir.file("probs.h5"), out = dir.file("out.html");
+  write_crafted_trace(trace, [](H5Edit&) {});   // layers.0.attn.probs: sine waves in [-0.5, 0.5]
+  const CliRun r = run_cli(kBin + "/lmscope-report " + trace + " -o " + out);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("lmscope-report: error: '" + trace + "' step_0000 layers.0.attn.probs: attention probability ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(" is not in [0, 1]\n"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_FALSE(std::filesystem::exists(out + ".d"));
 }

@@ -46,11 +46,7 @@ class ReportSections : public ::testing::Test {
                             const std::string& extra = "") {
     CliRun r = run_cli(kBin + "/lmscope-report " + trace + " -o " + html + extra);
     EXPECT_EQ(r.code, 0) << r.err;
-    CliRun dom = dump_dom(chromium_, dir_->file("profile"), "file://" + html + fragment);
-    EXPECT_EQ(dom.code, 0) << dom.err;
-    EXPECT_EQ(dom_text(dom.out, "script-errors"), "") << html;
-    EXPECT_EQ(dom_text(dom.out, "render-status"), "rendered") << html;
-    return dom.out;
+    return rendered_dom(chromium_, dir_->file("profile"), "file://" + html + fragment);
   }
 
   static TempDir* dir_;
