@@ -1,6 +1,7 @@
 // Headless Chromium for the report tests: render a page or an SVG, read back its DOM or a
 // screenshot. Debian's `chromium` (scripts/setup.sh installs it); LMSCOPE_CHROMIUM names
-// another binary. A test skips, saying why, only when no browser can be found or started.
+// another binary. A test that needs it fails, saying why, when no browser can be found or
+// started: setup.sh installs it, so a missing one is a broken setup, not a reason to skip.
 #pragma once
 #include <png.h>
 

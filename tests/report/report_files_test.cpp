@@ -261,6 +261,16 @@ TEST_F(ReportFiles, SmolLM2ChatPromptOf431TokensReachesEveryLayer) {
   const std::string dom = render(html, cell_fragment(0, 0, 29, head, q0, k0));
   expect_heatmap_cell(dom, p0, 29, head, q0, k0, 0);
   EXPECT_NE(dom.find("data-cells=\"431x431\""), std::string::npos) << "the prefill's heatmap: one bitmap of 431 x 431 cells";
+  // Every picture fits a 1280 px page: the heatmap, the masks and the 1 x 431 padding strip
+  // (bitmaps of 1-2 px columns), not one 6 px SVG cell per column (2,716 px for the strip).
+  size_t svgs = 0;
+  for (size_t at = dom.find("<svg"); at != std::string::npos; at = dom.find("<svg", at + 1)) {
+    const size_t end = dom.find('>', at), w = dom.find(" width=\"", at);
+    if (w == std::string::npos || w > end) continue;
+    ++svgs;
+    EXPECT_LE(std::stoi(dom.substr(w + 8)), 1280) << dom.substr(at, std::min<size_t>(end - at, 160));
+  }
+  EXPECT_GE(svgs, size_t(3)) << "the heatmap, the overview and the masks";
   const std::string png = dir_->file("long/report.png");
   ASSERT_EQ(screenshot(chromium_, dir_->file("profile"), "file://" + html + "#step=0&layer=29", png, 1280, 4000).code, 0);
   PngStats st = png_stats(png);
