@@ -81,7 +81,7 @@ LMSCOPE_AVX2_F16C inline void block_q(const uint8_t* blk, __m256 q[4]) {
 // One block into each of the N rows' accumulators: s = sum(q * x) over the 32 weights (4
 // vector FMAs), acc_d += d * s and (Q4_1) acc_m += m * sx, still 8 lanes wide. sx is the block's
 // x summed lane-wise, (x0 + x1) + (x2 + x3), which does not depend on the output: lane_sums
-// forms it once per call instead of once per output (3 adds and 4 loads a block and row less).
+// forms it once per call instead of once per output (3 vector adds a block and row less).
 template <bool Q4_1, int N>
 LMSCOPE_AVX2_F16C inline void block_rows(const uint8_t* blk, const float* xb, const float* sxb, int64_t I,
                                          int64_t S, __m256* acc_d, __m256* acc_m) {
