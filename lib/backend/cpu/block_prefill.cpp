@@ -13,7 +13,11 @@
 #include "kernels/quant_blocks.cuh"
 
 // A build for a target with FMA (-march=native) could fuse d*q + m: not in this file.
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#else
 #pragma GCC optimize("fp-contract=off")
+#endif
 
 #if defined(__x86_64__)
 #include <immintrin.h>

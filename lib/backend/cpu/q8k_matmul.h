@@ -6,7 +6,8 @@
 // them to the built library).
 //
 // Any N; each thread walks its outputs a chunk at a time so that a chunk's weight blocks are
-// read from cache by every row. Two implementations: AVX2 (q8k_matmul_avx2.cpp: llama.cpp's
+// read from cache by every row, and up to kQ8KRows rows at a time share each weight row's
+// unpacking (q8k_slice_avx2). Two implementations: AVX2 (q8k_matmul_avx2.cpp: llama.cpp's
 // own instruction sequence, vpmaddubsw + vpmaddwd; llama.cpp's AVX-512 build runs it too, and
 // so does LMSCOPE_CPU_KERNEL=avx512 here) and the portable one (the formulas one lane at a
 // time), the reference the tests hold the other to. LMSCOPE_CPU_KERNEL=portable forces it.
