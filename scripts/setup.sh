@@ -5,7 +5,7 @@
 #   scripts/setup.sh          everything: the tools, the tests, the hostile-input checks
 #   scripts/setup.sh --main   only what building the tools needs (scripts/run.sh)
 set -euo pipefail
-main=(cmake g++ pkg-config libhdf5-dev hdf5-tools nlohmann-json3-dev libcli11-dev
+main=(cmake ninja-build g++ pkg-config libhdf5-dev hdf5-tools nlohmann-json3-dev libcli11-dev
       libopenblas-dev libpcre2-dev libutf8proc-dev libssl-dev)
 tests=(libgtest-dev libpng-dev                        # the GoogleTest suites; tests/report reads PNGs
        python3-h5py python3-numpy python3-pytest     # tests/python (ctest python_reader), /usr/bin/python3

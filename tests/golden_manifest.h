@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "experiments/run.h"
+#include "runs/run.h"
 #include "generate/generator.h"
 #include "model/load_model.h"
 

@@ -9,7 +9,7 @@
 #include <iostream>
 
 #include "experiments/lens_view.h"
-#include "experiments/run.h"
+#include "runs/run.h"
 #include "intervene/record.h"
 #include "tools/cli_common.h"
 #include "tools/intervention_args.h"

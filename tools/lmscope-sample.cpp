@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "experiments/run.h"
+#include "runs/run.h"
 #include "generate/batch.h"
 #include "generate/distribution.h"
 #include "tools/cli_common.h"

@@ -1,5 +1,5 @@
 // lmscope-step: walk a stored trace page by page in the terminal, as lmscope-trace --step walks
-// a live run, without loading or running the model (experiments/step_replay.h).
+// a live run, without loading or running the model (stepper/step_replay.h).
 //
 //   lmscope-trace --model golden/models/tiny-qwen2 --prompt-ids 42,308,333,746,3 --max-new-tokens 2 --out t.h5
 //   lmscope-step t.h5
@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "experiments/step_replay.h"
-#include "experiments/stepper.h"
+#include "stepper/step_replay.h"
+#include "stepper/stepper.h"
 #include "intervene/record.h"
 #include "trace/trace_reader.h"
 #include "tools/cli_common.h"

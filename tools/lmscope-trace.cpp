@@ -10,8 +10,8 @@
 #include <tuple>
 #include <unistd.h>
 
-#include "experiments/run.h"
-#include "experiments/stepper.h"
+#include "runs/run.h"
+#include "stepper/stepper.h"
 #include "tokenizer/decoder.h"
 #include "tools/cli_common.h"
 #include "tools/intervention_args.h"
@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
     const std::unique_ptr<Interventions> interventions = iargs.build(cfg);
     opt.editor = interventions.get();
 
-    // --step sees every hook (lib/experiments/stepper.h); otherwise only a file is traced.
+    // --step sees every hook (lib/stepper/stepper.h); otherwise only a file is traced.
     HookSet hook_set = (out.empty() && !step_mode) ? HookSet() : HookSet(hooks, layers, cfg.num_layers);
     if (lens_k > 0) hook_set.set_lens_top_k(lens_k);
     std::unique_ptr<Stepper> stepper;

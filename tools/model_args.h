@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "experiments/run.h"
+#include "runs/run.h"
 #include "model/load_model.h"
 #include "model/special_tokens.h"
 #include "tokenizer/chat.h"

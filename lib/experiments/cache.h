@@ -19,7 +19,7 @@
 #include "compare/compare.h"
 #include "compare/tolerances.h"
 #include "experiments/cache_faults.h"
-#include "experiments/run.h"
+#include "runs/run.h"
 
 namespace lmscope {
 

@@ -11,7 +11,7 @@
 
 #include "compare/tolerances.h"
 #include "experiments/padding_modes.h"
-#include "experiments/run.h"
+#include "runs/run.h"
 
 namespace lmscope {
 

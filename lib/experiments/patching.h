@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/run.h"
+#include "runs/run.h"
 
 namespace lmscope {
 

@@ -47,10 +47,6 @@ constexpr GgmlTypeInfo kTypes[] = {
     {40, "NVFP4", 64, 36, false},   {41, "Q1_0", 128, 18, false},
 };
 
-[[noreturn]] void fail(const std::string& path, const std::string& msg) {
-  throw std::runtime_error(one_line(path + ": " + msg));
-}
-
 // A name from the file, quoted for a message: control bytes as '?', long names cut.
 std::string q(const std::string& s) {
   std::string out = "'";
@@ -90,7 +86,7 @@ class Cursor {
 
   void need(uint64_t n, const std::string& what) const {
     if (n > left())
-      fail(path_, "truncated file: " + what + " needs " + num(n) + " bytes at offset " + num(pos_) +
+      fail_file(path_, "truncated file: " + what + " needs " + num(n) + " bytes at offset " + num(pos_) +
                       ", but the file ends at " + num(size_));
   }
   template <class T>
@@ -131,21 +127,21 @@ GgufValue read_value(Cursor& c, const std::string& path, GgufType t, const std::
     case GgufType::F64: return {t, c.read<double>(where)};
     case GgufType::Bool: {
       const uint8_t b = c.read<uint8_t>(where);
-      if (b > 1) fail(path, where + ": bool value " + num(b) + " is not 0 or 1");
+      if (b > 1) fail_file(path, where + ": bool value " + num(b) + " is not 0 or 1");
       return {t, b == 1};
     }
     case GgufType::String: return {t, c.string(where)};
     case GgufType::Array: {
       if (depth >= kMaxArrayDepth)
-        fail(path, where + ": arrays nested more than " + num(kMaxArrayDepth) + " deep");
+        fail_file(path, where + ": arrays nested more than " + num(kMaxArrayDepth) + " deep");
       const uint32_t et = c.read<uint32_t>(where + " (array element type)");
-      if (!known_value_type(et)) fail(path, where + ": unknown array element type " + num(et));
+      if (!known_value_type(et)) fail_file(path, where + ": unknown array element type " + num(et));
       const uint64_t n = c.read<uint64_t>(where + " (array length)");
       GgufArray arr;
       arr.elem_type = GgufType(et);
       const uint64_t min = min_value_size(arr.elem_type);
       if (n > c.left() / min)
-        fail(path, where + ": array of " + num(n) + " " + gguf_type_name(arr.elem_type) +
+        fail_file(path, where + ": array of " + num(n) + " " + gguf_type_name(arr.elem_type) +
                        " values cannot fit in the " + num(c.left()) +
                        " bytes left in the file; is the file truncated?");
       arr.items.reserve(size_t(n));
@@ -154,7 +150,7 @@ GgufValue read_value(Cursor& c, const std::string& path, GgufType t, const std::
       return {t, std::move(arr)};
     }
   }
-  fail(path, where + ": unknown value type " + num(uint32_t(t)));
+  fail_file(path, where + ": unknown value type " + num(uint32_t(t)));
 }
 
 }  // namespace
@@ -273,28 +269,28 @@ GgufFile GgufFile::open(const std::string& path, GgufOpen mode) {
   Cursor c(path, base, size);
 
   // ---- header ----
-  if (size < 4) fail(path, "truncated file: " + num(size) + " bytes, too short for the GGUF magic");
+  if (size < 4) fail_file(path, "truncated file: " + num(size) + " bytes, too short for the GGUF magic");
   const uint32_t magic = c.read<uint32_t>("magic");
   if (magic != kMagic) {
     char hex[16];
     std::snprintf(hex, sizeof hex, "%02x %02x %02x %02x", base[0], base[1], base[2], base[3]);
-    fail(path, std::string("bad magic (bytes ") + hex + ", expected 47 47 55 46 \"GGUF\"): not a GGUF file");
+    fail_file(path, std::string("bad magic (bytes ") + hex + ", expected 47 47 55 46 \"GGUF\"): not a GGUF file");
   }
   const uint32_t version = c.read<uint32_t>("header (version)");
   if (version != 0 && (version & 0xFFFF) == 0)
-    fail(path, "GGUF version field " + num(version) + " looks byte-swapped: big-endian GGUF files are not supported");
-  if (version == 1) fail(path, "GGUF version 1 is not supported (only versions 2 and 3)");
-  if (version != 2 && version != 3) fail(path, "GGUF version " + num(version) + " is not supported (only 2 and 3)");
+    fail_file(path, "GGUF version field " + num(version) + " looks byte-swapped: big-endian GGUF files are not supported");
+  if (version == 1) fail_file(path, "GGUF version 1 is not supported (only versions 2 and 3)");
+  if (version != 2 && version != 3) fail_file(path, "GGUF version " + num(version) + " is not supported (only 2 and 3)");
   impl->version = version;
   const uint64_t n_tensors = c.read<uint64_t>("header (tensor count)");
   const uint64_t n_kv = c.read<uint64_t>("header (metadata count)");
   // A tensor info takes at least 24 bytes (name length, n_dims, type, offset), a key/value
   // at least 13 (key length, value type, a 1-byte value).
   if (n_tensors > c.left() / 24)
-    fail(path, "impossible tensor count " + num(n_tensors) + ": the " + num(c.left()) +
+    fail_file(path, "impossible tensor count " + num(n_tensors) + ": the " + num(c.left()) +
                    " bytes after the header could hold at most " + num(c.left() / 24) + " tensor infos");
   if (n_kv > (c.left() - n_tensors * 24) / 13)
-    fail(path, "impossible metadata count " + num(n_kv) + ": the " + num(c.left()) +
+    fail_file(path, "impossible metadata count " + num(n_kv) + ": the " + num(c.left()) +
                    " bytes after the header could hold at most " + num((c.left() - n_tensors * 24) / 13) +
                    " key/value pairs besides " + num(n_tensors) + " tensor infos");
 
@@ -304,18 +300,18 @@ GgufFile GgufFile::open(const std::string& path, GgufOpen mode) {
     std::string key = c.string("metadata entry " + num(i) + " (key)");
     const std::string where = "key " + q(key);
     const uint32_t t = c.read<uint32_t>(where + " (value type)");
-    if (!known_value_type(t)) fail(path, where + ": unknown value type " + num(t));
+    if (!known_value_type(t)) fail_file(path, where + ": unknown value type " + num(t));
     GgufValue v = read_value(c, path, GgufType(t), where, 0);
-    if (!impl->kv_index.emplace(key, impl->kvs.size()).second) fail(path, where + " appears twice");
+    if (!impl->kv_index.emplace(key, impl->kvs.size()).second) fail_file(path, where + " appears twice");
     impl->kvs.push_back({std::move(key), std::move(v)});
   }
   if (auto it = impl->kv_index.find("general.alignment"); it != impl->kv_index.end()) {
     const GgufValue& v = impl->kvs[it->second].value;
     if (v.type() != GgufType::U32)
-      fail(path, std::string("key 'general.alignment' must be a uint32, got ") + gguf_type_name(v.type()));
+      fail_file(path, std::string("key 'general.alignment' must be a uint32, got ") + gguf_type_name(v.type()));
     const uint64_t a = v.as_uint();
     if (a == 0 || (a & (a - 1)) != 0)
-      fail(path, "key 'general.alignment' = " + num(a) + " is not a power of two");
+      fail_file(path, "key 'general.alignment' = " + num(a) + " is not a power of two");
     impl->alignment = a;
   }
 
@@ -326,7 +322,7 @@ GgufFile GgufFile::open(const std::string& path, GgufOpen mode) {
     t.name = c.string("tensor info " + num(i) + " (name)");
     const std::string where = "tensor " + q(t.name);
     const uint32_t n_dims = c.read<uint32_t>(where + " (n_dims)");
-    if (n_dims > uint32_t(kMaxDims)) fail(path, where + ": n_dims " + num(n_dims) + " > " + num(kMaxDims));
+    if (n_dims > uint32_t(kMaxDims)) fail_file(path, where + ": n_dims " + num(n_dims) + " > " + num(kMaxDims));
     unsigned __int128 numel = 1;
     bool overflow = false;
     for (uint32_t d = 0; d < n_dims; ++d) {
@@ -342,25 +338,25 @@ GgufFile GgufFile::open(const std::string& path, GgufOpen mode) {
         if (!dims.empty()) dims += ',';
         dims += num(uint64_t(d));
       }
-      fail(path, where + ": dims [" + dims + "] overflow: the element count does not fit in 64 bits");
+      fail_file(path, where + ": dims [" + dims + "] overflow: the element count does not fit in 64 bits");
     }
     t.type = c.read<uint32_t>(where + " (type)");
     const GgmlTypeInfo* ti = ggml_type_info(t.type);
-    if (!ti) fail(path, where + ": unknown ggml type " + num(t.type));
+    if (!ti) fail_file(path, where + ": unknown ggml type " + num(t.type));
     const int64_t ne0 = t.ne.empty() ? 1 : t.ne[0];
     if (ne0 % ti->block_size != 0)
-      fail(path, where + ": ne[0] = " + num(uint64_t(ne0)) + " is not a multiple of the " + ti->name +
+      fail_file(path, where + ": ne[0] = " + num(uint64_t(ne0)) + " is not a multiple of the " + ti->name +
                      " block size " + num(ti->block_size));
     const unsigned __int128 bytes = numel / ti->block_size * ti->type_size;
     // Cannot possibly be in the file; also keeps nbytes in 64 bits. A metadata-only open lets
     // a cut-off file through (its has_tensor_data() is false, checked below).
     if (bytes > size && (mode == GgufOpen::Full || bytes >> 64)) {
-      fail(path, where + ": " + ti->name + " data of " + (bytes >> 64 ? std::string("more than 2^64") : num(uint64_t(bytes))) +
+      fail_file(path, where + ": " + ti->name + " data of " + (bytes >> 64 ? std::string("more than 2^64") : num(uint64_t(bytes))) +
                      " bytes is larger than the whole file (" + num(size) + " bytes); is the file truncated?");
     }
     t.nbytes = uint64_t(bytes);
     t.offset = c.read<uint64_t>(where + " (offset)");
-    if (!impl->tensor_index.emplace(t.name, impl->tensors.size()).second) fail(path, where + " appears twice");
+    if (!impl->tensor_index.emplace(t.name, impl->tensors.size()).second) fail_file(path, where + " appears twice");
     impl->tensors.push_back(std::move(t));
   }
 
@@ -369,16 +365,16 @@ GgufFile GgufFile::open(const std::string& path, GgufOpen mode) {
   const uint64_t pad = (a - c.pos() % a) % a;
   impl->data_offset = c.pos() + pad;
   if (mode == GgufOpen::Full && !impl->tensors.empty() && impl->data_offset > size)
-    fail(path, "truncated file: the data section would start at offset " + num(impl->data_offset) +
+    fail_file(path, "truncated file: the data section would start at offset " + num(impl->data_offset) +
                    ", past the end of the file (" + num(size) + " bytes)");
   for (const auto& t : impl->tensors) {
     const std::string where = "tensor " + q(t.name);
     if (t.offset % a != 0)
-      fail(path, where + ": data offset " + num(t.offset) + " is not a multiple of the alignment " + num(a));
+      fail_file(path, where + ": data offset " + num(t.offset) + " is not a multiple of the alignment " + num(a));
     if (impl->data_in_file(t)) continue;
     impl->has_tensor_data = false;
     if (mode == GgufOpen::Full)
-      fail(path, where + " (" + ggml_type_name(t.type) + ", " + num(t.nbytes) + " bytes at file offset " +
+      fail_file(path, where + " (" + ggml_type_name(t.type) + ", " + num(t.nbytes) + " bytes at file offset " +
                      num(impl->data_offset) + " + " + num(t.offset) + ") runs past the end of the file (" +
                      num(size) + " bytes); is the file truncated?");
   }
@@ -389,7 +385,7 @@ GgufFile GgufFile::open(const std::string& path, GgufOpen mode) {
   std::sort(order.begin(), order.end(), [](auto* x, auto* y) { return x->offset < y->offset; });
   for (size_t i = 1; i < order.size(); ++i)
     if (order[i]->offset < order[i - 1]->offset + order[i - 1]->nbytes)
-      fail(path, "tensors " + q(order[i - 1]->name) + " and " + q(order[i]->name) + " overlap in the data section");
+      fail_file(path, "tensors " + q(order[i - 1]->name) + " and " + q(order[i]->name) + " overlap in the data section");
 
   GgufFile f;
   f.impl_ = std::move(impl);
@@ -406,7 +402,7 @@ bool GgufFile::has(const std::string& key) const { return impl_->kv_index.count(
 
 const GgufValue& GgufFile::value(const std::string& key) const {
   auto it = impl_->kv_index.find(key);
-  if (it == impl_->kv_index.end()) fail(path(), "key " + q(key) + " is missing");
+  if (it == impl_->kv_index.end()) fail_file(path(), "key " + q(key) + " is missing");
   return impl_->kvs[it->second].value;
 }
 
@@ -416,7 +412,7 @@ namespace {
                              const std::string& want) {
   std::string got = gguf_type_name(v.type());
   if (v.type() == GgufType::Array) got += " of " + std::string(gguf_type_name(v.as_array().elem_type));
-  fail(path, "key " + q(key) + " must be " + want + ", got " + got);
+  fail_file(path, "key " + q(key) + " must be " + want + ", got " + got);
 }
 
 // Any integer value as int64 (uint64 values above INT64_MAX refused).
@@ -515,7 +511,7 @@ bool GgufFile::has_tensor(const std::string& name) const { return impl_->tensor_
 
 const GgufTensorInfo& GgufFile::tensor_info(const std::string& name) const {
   auto it = impl_->tensor_index.find(name);
-  if (it == impl_->tensor_index.end()) fail(path(), "tensor " + q(name) + " is not in this file");
+  if (it == impl_->tensor_index.end()) fail_file(path(), "tensor " + q(name) + " is not in this file");
   return impl_->tensors[it->second];
 }
 
@@ -523,7 +519,7 @@ bool GgufFile::has_tensor_data() const { return impl_->has_tensor_data; }
 
 const uint8_t* GgufFile::tensor_data(const GgufTensorInfo& t) const {
   if (!impl_->has_tensor_data && !impl_->data_in_file(t))
-    fail(path(), "tensor " + q(t.name) + ": its data is not in the file (it holds the header only, or is truncated)");
+    fail_file(path(), "tensor " + q(t.name) + ": its data is not in the file (it holds the header only, or is truncated)");
   return impl_->map.data() + impl_->data_offset + t.offset;
 }
 
@@ -531,7 +527,7 @@ Tensor GgufFile::to_f32(const std::string& name) const { return to_f32(tensor_in
 
 Tensor GgufFile::to_f32(const GgufTensorInfo& t) const {
   if (!ggml_can_dequantize(t.type))
-    fail(path(), "tensor " + q(t.name) + " has type " + ggml_type_name(t.type) +
+    fail_file(path(), "tensor " + q(t.name) + " has type " + ggml_type_name(t.type) +
                      ", which lmscope cannot dequantize (supported: " + ggml_dequantizable_types() + ")");
   const int64_t n = t.numel();
   void* src = const_cast<uint8_t*>(tensor_data(t));  // PROT_READ: views must not be written

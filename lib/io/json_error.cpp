@@ -1,6 +1,7 @@
 #include "io/json_error.h"
 
 #include <exception>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -76,6 +77,10 @@ std::string one_line(std::string s) {
   for (char& c : s)
     if (c == '\n' || c == '\r') c = ' ';
   return s;
+}
+
+void fail_file(const std::string& path, const std::string& msg) {
+  throw std::runtime_error(one_line(path + ": " + msg));
 }
 
 }  // namespace lmscope

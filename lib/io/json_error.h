@@ -17,5 +17,7 @@ std::string json_error_text(const std::exception& e);
 // `s` with line breaks turned into spaces: every lmscope error is a single line, even when
 // it quotes a tensor name or JSON key that holds a newline.
 std::string one_line(std::string s);
+// Throws std::runtime_error("<path>: <msg>") as one line: a file's reader naming the file.
+[[noreturn]] void fail_file(const std::string& path, const std::string& msg);
 
 }  // namespace lmscope

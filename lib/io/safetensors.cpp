@@ -52,14 +52,10 @@ struct Entry {
   uint64_t begin = 0, end = 0;
 };
 
-[[noreturn]] void fail(const std::string& path, const std::string& msg) {
-  throw std::runtime_error(one_line(path + ": " + msg));
-}
-
 // A non-negative JSON integer, or a one-line complaint naming `what`.
 uint64_t get_uint(const std::string& path, const json& v, const std::string& what) {
   if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0))
-    fail(path, what + " must be a non-negative integer, got " + json_short(v));
+    fail_file(path, what + " must be a non-negative integer, got " + json_short(v));
   return v.get<uint64_t>();
 }
 
@@ -75,9 +71,9 @@ struct SafetensorsFile::Impl {
 
   const Entry& entry(const std::string& name) const {
     auto it = entries.find(name);
-    if (it == entries.end()) fail(map.path(), "tensor '" + name + "' is not in this file");
+    if (it == entries.end()) fail_file(map.path(), "tensor '" + name + "' is not in this file");
     if (!it->second.dt->supported)
-      fail(map.path(), "tensor '" + name + "': " + unsupported_dtype(it->second.dtype_str));
+      fail_file(map.path(), "tensor '" + name + "': " + unsupported_dtype(it->second.dtype_str));
     return it->second;
   }
 };
@@ -87,19 +83,19 @@ namespace {
 Entry parse_entry(const std::string& path, const std::string& name, const json& v,
                   uint64_t data_size) {
   const std::string where = "tensor '" + name + "': ";
-  if (!v.is_object()) fail(path, where + "entry must be an object, got " + json_kind(v));
+  if (!v.is_object()) fail_file(path, where + "entry must be an object, got " + json_kind(v));
   Entry e;
 
   auto dt = v.find("dtype");
-  if (dt == v.end()) fail(path, where + "field 'dtype' is missing");
-  if (!dt->is_string()) fail(path, where + "field 'dtype' must be a string, got " + json_kind(*dt));
+  if (dt == v.end()) fail_file(path, where + "field 'dtype' is missing");
+  if (!dt->is_string()) fail_file(path, where + "field 'dtype' must be a string, got " + json_kind(*dt));
   e.dtype_str = dt->get<std::string>();
   e.dt = find_dtype(e.dtype_str);
-  if (!e.dt) fail(path, where + unsupported_dtype(e.dtype_str));  // not even a known layout
+  if (!e.dt) fail_file(path, where + unsupported_dtype(e.dtype_str));  // not even a known layout
 
   auto sh = v.find("shape");
-  if (sh == v.end()) fail(path, where + "field 'shape' is missing");
-  if (!sh->is_array()) fail(path, where + "field 'shape' must be an array, got " + json_kind(*sh));
+  if (sh == v.end()) fail_file(path, where + "field 'shape' is missing");
+  if (!sh->is_array()) fail_file(path, where + "field 'shape' must be an array, got " + json_kind(*sh));
   // Products are tracked in 128 bits so absurd shapes are refused instead of wrapping.
   unsigned __int128 bytes = e.dt->size;
   for (const auto& d : *sh) {
@@ -107,22 +103,24 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
     e.shape.push_back(int64_t(n));
     bytes *= n;
     if (bytes > (unsigned __int128)(uint64_t(1) << 62))
-      fail(path, where + "shape " + json_short(*sh) + " is too large");
+      fail_file(path, where + "shape " + json_short(*sh) + " is too large");
   }
 
   auto off = v.find("data_offsets");
-  if (off == v.end()) fail(path, where + "field 'data_offsets' is missing");
+  if (off == v.end()) fail_file(path, where + "field 'data_offsets' is missing");
   if (!off->is_array() || off->size() != 2)
-    fail(path, where + "field 'data_offsets' must be [begin, end], got " + json_short(*off));
+    fail_file(path, where + "field 'data_offsets' must be [begin, end], got " + json_short(*off));
   e.begin = get_uint(path, (*off)[0], where + "data_offsets begin");
   e.end = get_uint(path, (*off)[1], where + "data_offsets end");
-  const std::string offs = "[" + std::to_string(e.begin) + "," + std::to_string(e.end) + "]";
-  if (e.begin > e.end) fail(path, where + "data_offsets " + offs + " has begin after end");
+  // Appended, not "[" + std::to_string(...): GCC 12 reports a false -Wrestrict on that here.
+  std::string offs = "[";
+  offs.append(std::to_string(e.begin)).append(",").append(std::to_string(e.end)).append("]");
+  if (e.begin > e.end) fail_file(path, where + "data_offsets " + offs + " has begin after end");
   if (e.end > data_size)
-    fail(path, where + "data_offsets " + offs + " run past the data section (" +
+    fail_file(path, where + "data_offsets " + offs + " run past the data section (" +
                    std::to_string(data_size) + " bytes); is the file truncated?");
   if (uint64_t(bytes) != e.end - e.begin)
-    fail(path, where + "shape " + shape_str(e.shape) + " " + e.dtype_str + " needs " +
+    fail_file(path, where + "shape " + shape_str(e.shape) + " " + e.dtype_str + " needs " +
                    std::to_string(uint64_t(bytes)) + " bytes, data_offsets give " +
                    std::to_string(e.end - e.begin));
   return e;
@@ -139,7 +137,7 @@ void check_no_overlap(const std::string& path, const std::map<std::string, Entry
       auto desc = [](const std::string& n, const Entry& e) {
         return "'" + n + "' [" + std::to_string(e.begin) + "," + std::to_string(e.end) + "]";
       };
-      fail(path, "tensors " + desc(*v[far].first, *v[far].second) + " and " +
+      fail_file(path, "tensors " + desc(*v[far].first, *v[far].second) + " and " +
                      desc(*v[i].first, *v[i].second) + " overlap");
     }
     if (v[i].second->end > v[far].second->end) far = i;
@@ -153,11 +151,11 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   const uint8_t* base = impl->map.data();
   const uint64_t size = impl->map.size();
   if (size < 8)
-    fail(path, "file is " + std::to_string(size) + " bytes, too short for the 8-byte header length");
+    fail_file(path, "file is " + std::to_string(size) + " bytes, too short for the 8-byte header length");
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | base[i];  // little-endian u64
   if (n > size - 8)
-    fail(path, "header length " + std::to_string(n) + " runs past the end of the file (" +
+    fail_file(path, "header length " + std::to_string(n) + " runs past the end of the file (" +
                    std::to_string(size) + " bytes)");
 
   json h;
@@ -165,9 +163,9 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     h = json::parse(reinterpret_cast<const char*>(base + 8),
                     reinterpret_cast<const char*>(base + 8 + n));
   } catch (const json::exception& e) {
-    fail(path, "header is not valid JSON: " + json_error_text(e));
+    fail_file(path, "header is not valid JSON: " + json_error_text(e));
   }
-  if (!h.is_object()) fail(path, "header must be a JSON object, got " + json_kind(h));
+  if (!h.is_object()) fail_file(path, "header must be a JSON object, got " + json_kind(h));
 
   // Data offsets are relative to the end of the header. When the header length is not a
   // multiple of 8 the data may be unaligned: tensor() copies such a tensor.
@@ -175,10 +173,10 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   impl->data_size = size - 8 - n;
   for (const auto& [k, v] : h.items()) {
     if (k == "__metadata__") {
-      if (!v.is_object()) fail(path, "'__metadata__' must be an object of strings, got " + json_kind(v));
+      if (!v.is_object()) fail_file(path, "'__metadata__' must be an object of strings, got " + json_kind(v));
       for (const auto& [mk, mv] : v.items()) {
         if (!mv.is_string())
-          fail(path, "'__metadata__' entry '" + mk + "' must be a string, got " + json_kind(mv));
+          fail_file(path, "'__metadata__' entry '" + mk + "' must be a string, got " + json_kind(mv));
         impl->metadata[mk] = mv.get<std::string>();
       }
       continue;
@@ -214,7 +212,7 @@ Tensor SafetensorsFile::tensor(const std::string& name) const {
 
 const std::string& SafetensorsFile::dtype_string(const std::string& name) const {
   auto it = impl_->entries.find(name);
-  if (it == impl_->entries.end()) fail(path(), "tensor '" + name + "' is not in this file");
+  if (it == impl_->entries.end()) fail_file(path(), "tensor '" + name + "' is not in this file");
   return it->second.dtype_str;
 }
 

@@ -16,14 +16,10 @@ using nlohmann::json;
 
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& msg) {
-  throw std::runtime_error(one_line(path + ": " + msg));
-}
-
 std::string read_text(const std::string& path) {
   require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open");
+  if (!in) fail_file(path, "cannot open");
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
@@ -41,7 +37,7 @@ SafetensorsModel SafetensorsModel::open(const std::string& path) {
     const std::string index = (fs::path(path) / "model.safetensors.index.json").string();
     if (fs::exists(single, ec)) file = single;
     else if (fs::exists(index, ec)) file = index;
-    else fail(path, "no model.safetensors or model.safetensors.index.json in this directory");
+    else fail_file(path, "no model.safetensors or model.safetensors.index.json in this directory");
   }
   m.source_ = file;
 
@@ -55,30 +51,30 @@ SafetensorsModel SafetensorsModel::open(const std::string& path) {
   try {
     idx = json::parse(read_text(file));
   } catch (const json::exception& e) {
-    fail(file, "invalid JSON: " + json_error_text(e));
+    fail_file(file, "invalid JSON: " + json_error_text(e));
   }
-  if (!idx.is_object()) fail(file, "must be a JSON object, got " + json_kind(idx));
+  if (!idx.is_object()) fail_file(file, "must be a JSON object, got " + json_kind(idx));
   auto wm = idx.find("weight_map");
-  if (wm == idx.end()) fail(file, "field 'weight_map' is missing");
-  if (!wm->is_object()) fail(file, "field 'weight_map' must be an object, got " + json_kind(*wm));
+  if (wm == idx.end()) fail_file(file, "field 'weight_map' is missing");
+  if (!wm->is_object()) fail_file(file, "field 'weight_map' must be an object, got " + json_kind(*wm));
 
   // Each shard is opened (and its header validated) once, however many names it holds.
   const fs::path dir = fs::path(file).parent_path();
   std::map<std::string, size_t> shard_index;
   for (const auto& [name, shard] : wm->items()) {
     if (!shard.is_string())
-      fail(file, "weight_map entry '" + name + "' must be a string, got " + json_kind(shard));
+      fail_file(file, "weight_map entry '" + name + "' must be a string, got " + json_kind(shard));
     const std::string rel = shard.get<std::string>();
     auto it = shard_index.find(rel);
     if (it == shard_index.end()) {
       const std::string shard_path = (dir / rel).string();
       if (!fs::is_regular_file(shard_path, ec))
-        fail(file, "shard '" + rel + "' (holding tensor '" + name + "') does not exist");
+        fail_file(file, "shard '" + rel + "' (holding tensor '" + name + "') does not exist");
       m.files_.push_back(SafetensorsFile::open(shard_path));
       it = shard_index.emplace(rel, m.files_.size() - 1).first;
     }
     if (!m.files_[it->second].has(name))
-      fail(file, "tensor '" + name + "' is mapped to shard '" + rel +
+      fail_file(file, "tensor '" + name + "' is mapped to shard '" + rel +
                      "', but that file has no such tensor");
     m.route_[name] = it->second;
   }
@@ -95,7 +91,7 @@ bool SafetensorsModel::has(const std::string& name) const { return route_.count(
 
 const SafetensorsFile& SafetensorsModel::file_of(const std::string& name) const {
   auto it = route_.find(name);
-  if (it == route_.end()) fail(source_, "tensor '" + name + "' is missing");
+  if (it == route_.end()) fail_file(source_, "tensor '" + name + "' is missing");
   return files_[it->second];
 }
 

@@ -16,26 +16,22 @@
 namespace lmscope {
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& msg) {
-  throw std::runtime_error(one_line(path + ": " + msg));
-}
-
 // A positive int from an integer key (required, or `dflt` when absent and dflt > 0).
 int positive(const GgufFile& f, const std::string& key, int64_t dflt = 0) {
   if (!f.has(key)) {
     if (dflt > 0) return int(dflt);
-    fail(f.path(), "key '" + key + "' is missing");
+    fail_file(f.path(), "key '" + key + "' is missing");
   }
   const int64_t v = f.get_int(key);
   if (v <= 0 || v > (int64_t(1) << 30))
-    fail(f.path(), "key '" + key + "' = " + std::to_string(v) + " is not a sensible positive size");
+    fail_file(f.path(), "key '" + key + "' = " + std::to_string(v) + " is not a sensible positive size");
   return int(v);
 }
 
 int token_id(const GgufFile& f, const std::string& key, int vocab) {
   const int64_t v = f.get_int(key);
   if (v < 0 || v >= vocab)
-    fail(f.path(), "key '" + key + "' = " + std::to_string(v) + " is outside the vocabulary [0," +
+    fail_file(f.path(), "key '" + key + "' = " + std::to_string(v) + " is outside the vocabulary [0," +
                        std::to_string(vocab) + ")");
   return int(v);
 }
@@ -53,20 +49,20 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     c.arch = Arch::Qwen2;
     c.architecture = "Qwen2ForCausalLM";
   } else {
-    fail(path, "key 'general.architecture' = '" + arch + "' is not supported (llama, qwen2)");
+    fail_file(path, "key 'general.architecture' = '" + arch + "' is not supported (llama, qwen2)");
   }
   const std::string a = arch + ".";
 
   // ---- features we do not implement are refused, not ignored ----
   if (f.has(a + "expert_count") && f.get_int(a + "expert_count") > 0)
-    fail(path, "key '" + a + "expert_count' > 0: mixture-of-experts models are not supported");
+    fail_file(path, "key '" + a + "expert_count' > 0: mixture-of-experts models are not supported");
   if (f.has(a + "rope.scaling.type")) {
     const std::string t = f.get_string(a + "rope.scaling.type");
     if (t != "none")
-      fail(path, "key '" + a + "rope.scaling.type' = '" + t + "' is not supported (only plain RoPE)");
+      fail_file(path, "key '" + a + "rope.scaling.type' = '" + t + "' is not supported (only plain RoPE)");
   }
   if (f.has(a + "attention.sliding_window"))
-    fail(path, "key '" + a + "attention.sliding_window' is present: sliding window attention is not supported");
+    fail_file(path, "key '" + a + "attention.sliding_window' is present: sliding window attention is not supported");
 
   // ---- sizes ----
   c.num_layers = positive(f, a + "block_count");
@@ -80,21 +76,21 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     c.head_dim = positive(f, a + "attention.key_length");
   } else {
     if (c.hidden_size % c.num_heads != 0)
-      fail(path, "key '" + a + "attention.head_count' (" + std::to_string(c.num_heads) +
+      fail_file(path, "key '" + a + "attention.head_count' (" + std::to_string(c.num_heads) +
                      ") does not divide '" + a + "embedding_length' (" + std::to_string(c.hidden_size) +
                      ") and '" + a + "attention.key_length' is not given");
     c.head_dim = c.hidden_size / c.num_heads;
   }
   if (f.has(a + "attention.value_length") && positive(f, a + "attention.value_length") != c.head_dim)
-    fail(path, "key '" + a + "attention.value_length' differs from the key length " +
+    fail_file(path, "key '" + a + "attention.value_length' differs from the key length " +
                    std::to_string(c.head_dim) + ": not supported");
   if (f.has(a + "rope.dimension_count") && positive(f, a + "rope.dimension_count") != c.head_dim)
-    fail(path, "key '" + a + "rope.dimension_count' = " + std::to_string(f.get_int(a + "rope.dimension_count")) +
+    fail_file(path, "key '" + a + "rope.dimension_count' = " + std::to_string(f.get_int(a + "rope.dimension_count")) +
                    " differs from the head size " + std::to_string(c.head_dim) +
                    ": partial rotary embeddings are not supported");
-  if (c.head_dim % 2 != 0) fail(path, "head size " + std::to_string(c.head_dim) + " must be even for RoPE");
+  if (c.head_dim % 2 != 0) fail_file(path, "head size " + std::to_string(c.head_dim) + " must be even for RoPE");
   if (c.num_heads % c.num_kv_heads != 0)
-    fail(path, "key '" + a + "attention.head_count_kv' (" + std::to_string(c.num_kv_heads) +
+    fail_file(path, "key '" + a + "attention.head_count_kv' (" + std::to_string(c.num_kv_heads) +
                    ") must divide '" + a + "attention.head_count' (" + std::to_string(c.num_heads) + ")");
 
   // ---- vocabulary: <arch>.vocab_size, else the token list, else token_embd's rows ----
@@ -105,15 +101,15 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   } else if (f.has_tensor("token_embd.weight") && f.tensor_info("token_embd.weight").ne.size() == 2) {
     c.vocab_size = int(f.tensor_info("token_embd.weight").ne[1]);
   } else {
-    fail(path, "cannot tell the vocabulary size: no '" + a + "vocab_size', 'tokenizer.ggml.tokens' or token_embd.weight");
+    fail_file(path, "cannot tell the vocabulary size: no '" + a + "vocab_size', 'tokenizer.ggml.tokens' or token_embd.weight");
   }
 
   // ---- numerics ----
   const std::string eps_key = a + "attention.layer_norm_rms_epsilon";
   c.rms_norm_eps = float(f.get_float(eps_key));
-  if (!(c.rms_norm_eps > 0)) fail(path, "key '" + eps_key + "' must be positive");
+  if (!(c.rms_norm_eps > 0)) fail_file(path, "key '" + eps_key + "' must be positive");
   c.rope_theta = float(f.get_float(a + "rope.freq_base", 10000.0));
-  if (!(c.rope_theta > 0)) fail(path, "key '" + a + "rope.freq_base' must be positive");
+  if (!(c.rope_theta > 0)) fail_file(path, "key '" + a + "rope.freq_base' must be positive");
 
   // ---- tying and biases, from the tensors present (as HF's GGUF loader decides tying) ----
   c.tie_word_embeddings = !f.has_tensor("output.weight");
@@ -240,7 +236,7 @@ Tensor gguf_unpermute_rows(const Tensor& w, int n_head) {
 GgufModel load_gguf_model(const std::string& path) {
   const GgufFile f = GgufFile::open(path, GgufOpen::MetadataOnly);
   if (!f.has_tensor_data())   // e.g. models/DeepSeek-R1-Distill-Qwen-7B.Q4_K_M.header.gguf
-    fail(path, "the file holds the GGUF header only (metadata and tensor infos, not all the tensor data): "
+    fail_file(path, "the file holds the GGUF header only (metadata and tensor infos, not all the tensor data): "
                "it can serve as a tokenizer (lmscope-bpe --tokenizer), not as a model");
   GgufModel m;
   m.cfg = gguf_model_config(f);
@@ -251,10 +247,10 @@ GgufModel load_gguf_model(const std::string& path) {
 
   std::set<std::string> used;
   auto get = [&](const std::string& name, const Shape& expected) {
-    if (!f.has_tensor(name)) fail(path, "tensor '" + name + "' is missing");
+    if (!f.has_tensor(name)) fail_file(path, "tensor '" + name + "' is missing");
     const GgufTensorInfo& t = f.tensor_info(name);
     if (t.shape() != expected)
-      fail(path, "tensor '" + name + "' has shape " + shape_str(t.shape()) + " (ggml ne reversed), expected " +
+      fail_file(path, "tensor '" + name + "' has shape " + shape_str(t.shape()) + " (ggml ne reversed), expected " +
                      shape_str(expected));
     used.insert(name);
     if (auto b = file_blocks(f, t)) return Tensor::from_blocks(std::move(b));
@@ -270,7 +266,7 @@ GgufModel load_gguf_model(const std::string& path) {
   // The last block's tensors must be in the file before room is made for every layer (a
   // block_count of 2^30 would take gigabytes first).
   if (c.num_layers > 0 && !f.has_tensor("blk." + std::to_string(c.num_layers - 1) + ".attn_norm.weight"))
-    fail(path, "block_count is " + std::to_string(c.num_layers) + " but tensor 'blk." + std::to_string(c.num_layers - 1) +
+    fail_file(path, "block_count is " + std::to_string(c.num_layers) + " but tensor 'blk." + std::to_string(c.num_layers - 1) +
                    ".attn_norm.weight' is missing");
   w.layers.resize(c.num_layers);
   for (int l = 0; l < c.num_layers; ++l) {
@@ -304,7 +300,7 @@ GgufModel load_gguf_model(const std::string& path) {
   }
   for (const auto& t : f.tensors())
     if (!used.count(t.name))
-      fail(path, "tensor '" + t.name + "' (" + ggml_type_name(t.type) +
+      fail_file(path, "tensor '" + t.name + "' (" + ggml_type_name(t.type) +
                      ") is not part of a plain " + c.architecture + ": not supported");
   return m;
 }

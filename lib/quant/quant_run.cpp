@@ -8,7 +8,7 @@
 
 #include "compare/distribution.h"
 #include "compare/metrics.h"
-#include "experiments/run.h"
+#include "runs/run.h"
 #include "generate/score.h"
 #include "model/decoder.h"
 #include "quant/quant_backend.h"

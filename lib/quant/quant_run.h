@@ -54,7 +54,7 @@ struct QuantOptions {
   std::vector<std::vector<int32_t>> calibration;   // a8-static's prompts
   // Called once for the reference ("float32") and once per scheme, with the decoder set up as
   // that run's (its weights, its activation scheme): lmscope-quant --trace-prefix writes a
-  // trace there (experiments/run.h run_traced), e.g. a student for lmscope-diff --kl-temperature.
+  // trace there (runs/run.h run_traced), e.g. a student for lmscope-diff --kl-temperature.
   std::function<void(const std::string& run, Decoder& d)> also;
 };
 

@@ -9,7 +9,7 @@
 #include "compare/compare.h"
 #include "compare/report.h"
 #include "cuda_test_util.h"
-#include "experiments/run.h"
+#include "runs/run.h"
 #include "generate/generator.h"
 #include "kernels/dtype_convert.cuh"
 #include "model/random_weights.h"

@@ -19,7 +19,7 @@
 
 #include "backend/backend.h"
 #include "compare/tolerances.h"
-#include "experiments/run.h"
+#include "runs/run.h"
 #include "intervene/interventions.h"
 #include "model/load_model.h"
 

@@ -1,6 +1,6 @@
 // The stepper's keys, typed into StepperOptions::in_fd (a pipe) while it replays the HF golden
 // trace tiny-qwen2-a (3 layers, 8 steps, one row; golden/traces/manifest.json). The expected
-// page order follows from what each key means (lib/experiments/stepper.h), nothing else:
+// page order follows from what each key means (lib/stepper/stepper.h), nothing else:
 // Enter the next page, n the next layer, l this step's logits, s the next step after this
 // step's logits and sampling, g N / N Enter layer N, b the page before, q quit.
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "experiments/step_replay.h"
-#include "experiments/stepper.h"
+#include "stepper/step_replay.h"
+#include "stepper/stepper.h"
 #include "tests/step/step_pages.h"
 #include "tests/test_util.h"
 

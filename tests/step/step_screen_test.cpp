@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/stepper.h"
+#include "stepper/stepper.h"
 #include "tests/step/step_pty.h"
 #include "tests/test_util.h"
 

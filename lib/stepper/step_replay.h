@@ -1,4 +1,4 @@
-// lmscope-step: the pages of lmscope-trace --step (experiments/stepper.h) from a stored trace,
+// lmscope-step: the pages of lmscope-trace --step (stepper/stepper.h) from a stored trace,
 // without the model: each step's hooks are read with TraceReader (kv.* rebuilt from appended
 // rows) and handed to Stepper::replay_step, so live and stored walks share one renderer.
 #pragma once
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/stepper.h"
+#include "stepper/stepper.h"
 #include "generate/sampler.h"
 #include "model/config.h"
 #include "trace/trace_reader.h"

@@ -1,4 +1,4 @@
-#include "experiments/step_replay.h"
+#include "stepper/step_replay.h"
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "experiments/run.h"
+#include "runs/run.h"
 
 #include <cmath>
 #include <cstdio>

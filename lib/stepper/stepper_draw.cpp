@@ -1,4 +1,4 @@
-// The stepper's terminal drawings (experiments/stepper.h): shaded grids with their column
+// The stepper's terminal drawings (stepper/stepper.h): shaded grids with their column
 // labels, the key window over long key ranges, escaped labels, wrapping to a screen's width.
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <numeric>
 #include <sstream>
 
-#include "experiments/stepper.h"
+#include "stepper/stepper.h"
 #include "io/format_number.h"
 
 namespace lmscope {

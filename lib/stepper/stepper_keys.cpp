@@ -1,4 +1,4 @@
-// The stepper's keys (experiments/stepper.h): the loop after each page, the jumps through the
+// The stepper's keys (stepper/stepper.h): the loop after each page, the jumps through the
 // walk and through the pages kept in memory, and drawing a page on a screen.
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "experiments/stepper.h"
+#include "stepper/stepper.h"
 
 namespace lmscope {
 

@@ -1,4 +1,4 @@
-#include "experiments/stepper.h"
+#include "stepper/stepper.h"
 
 #include <termios.h>
 
@@ -9,7 +9,7 @@
 #include <memory>
 #include <sstream>
 
-#include "experiments/run.h"
+#include "runs/run.h"
 #include "io/format_number.h"
 #include "kernels/attention_math.cuh"
 #include "tokenizer/encode_trace.h"
