@@ -9,6 +9,7 @@
 // All multi-byte fields are little-endian and may be unaligned: they are assembled from bytes.
 #pragma once
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/dtype_convert.cuh"
 #include "kernels/hd.cuh"
@@ -158,6 +159,18 @@ LMSCOPE_HD void scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
     *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
     *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
   }
+}
+
+// All eight 6-bit scales of Q4_K/Q5_K into sm[0..7] and the eight mins into sm[8..15] (the
+// values of scale_min_k4 for j = 0..7), by llama.cpp's word shifts: no branch per scale.
+LMSCOPE_HD void scales_mins_k4(const uint8_t* scales, uint8_t* sm) {
+  uint32_t u[4] = {load_u32(scales), load_u32(scales + 4), load_u32(scales + 8), 0};
+  u[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+  const uint32_t mins_lo = u[1] & 0x3f3f3f3fu;
+  u[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+  u[2] = mins_lo;
+  u[0] &= 0x3f3f3f3fu;
+  memcpy(sm, u, 16);   // little-endian, as every host and device here: byte 4w + b is u[w] >> 8b
 }
 
 // Q4_K/Q5_K chunk c (sub-blocks 2c and 2c+1): their scales d*sc and mins dmin*m.

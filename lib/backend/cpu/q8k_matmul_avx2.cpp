@@ -3,12 +3,11 @@
 // lane's integer sum and every float operation is its: vpmaddubsw (unsigned weight codes times
 // signed activation codes, pairs), vpmaddwd with the sub-block scales (quads, int32 lanes),
 // one FMA per super-block into eight float lanes, the mins apart (kernels/q8_k_activations.cuh
-// has the formulas). The scales are splat from scalars rather than shuffled from a table: the
-// same integers. Compiled for any x86-64 with __attribute__((target)): the caller checks the
+// has the formulas). The scales are splat by vpshufb with constant indices, as llama.cpp's
+// tables do. Compiled for any x86-64 with __attribute__((target)): the caller checks the
 // processor first.
 #include "backend/cpu/q8k_matmul.h"
 
-#include <cstring>
 #include <stdexcept>
 
 #if defined(__x86_64__)
@@ -23,6 +22,13 @@ namespace lmscope::cpu {
 namespace {
 
 LMSCOPE_Q8K_TARGET inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// 16-bit element `lo` of each 128-bit lane of v in every 16-bit lane of the low half, element
+// `hi` in the high half: one vpshufb, as llama.cpp's get_scale_shuffle tables do.
+LMSCOPE_Q8K_TARGET inline __m256i splat16(__m256i v, int lo, int hi) {
+  return _mm256_shuffle_epi8(v, _mm256_set_m128i(_mm_set1_epi16(short(0x0100 + 0x0202 * hi)),
+                                                 _mm_set1_epi16(short(0x0100 + 0x0202 * lo))));
+}
 
 // One weight row against R activation rows at once (prefill: R up to kQ8KRows): the weight
 // side of a super-block (its scales, the codes unpacked from their nibbles and bits) is formed
@@ -45,19 +51,11 @@ LMSCOPE_Q8K_TARGET void dot_k4(const uint8_t* w, int64_t nb, const RowsK& x, flo
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), acc_m[r] = _mm_setzero_ps(), summs[r] = 0.0f;
   for (int64_t i = 0; i < nb; ++i) {
     const uint8_t* blk = w + i * bytes;
-    const float wd = quant::load_f16(blk), wmin = quant::load_f16(blk + 2);
-    // The eight 6-bit scales into bytes sm[0..7] and the mins into sm[8..15], by llama.cpp's
-    // word shifts (quant::scale_min_k4's values, without its branches).
-    uint32_t u[4];
-    std::memcpy(u, blk + 4, 12);
-    u[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
-    const uint32_t mins_lo = u[1] & 0x3f3f3f3fu;
-    u[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
-    u[2] = mins_lo;
-    u[0] &= 0x3f3f3f3fu;
-    uint8_t sm[16];
-    std::memcpy(sm, u, 16);
+    const float wd = load_f16c(blk), wmin = load_f16c(blk + 2);
+    uint8_t sm[16];   // the eight 6-bit scales, then the eight mins
+    quant::scales_mins_k4(blk + 4, sm);
     const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 8)));
+    const __m256i scales16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm))));
     for (int r = 0; r < R; ++r) {
       const float dmin = -x.d[r][i] * wmin;
       const __m256i q8sums = load256(x.bsums[r] + i * 16);
@@ -83,7 +81,7 @@ LMSCOPE_Q8K_TARGET void dot_k4(const uint8_t* w, int64_t nb, const RowsK& x, flo
         lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, s0), one), 4));
         hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hbits, s1), one), 4));
       }
-      const __m256i sl = _mm256_set1_epi16(short(sm[2 * j])), sh = _mm256_set1_epi16(short(sm[2 * j + 1]));
+      const __m256i sl = splat16(scales16, 2 * j, 2 * j), sh = splat16(scales16, 2 * j + 1, 2 * j + 1);
       for (int r = 0; r < R; ++r) {
         const int8_t* a = x.q[r] + i * 256 + 64 * j;
         const __m256i pl = _mm256_madd_epi16(sl, _mm256_maddubs_epi16(lo, load256(a)));
@@ -113,8 +111,11 @@ LMSCOPE_Q8K_TARGET void dot_q6k(const uint8_t* w, int64_t nb, const RowsK& x, fl
   for (int64_t i = 0; i < nb; ++i) {
     const uint8_t* blk = w + i * 210;
     const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
-    const float wd = quant::load_f16(blk + 208);
+    const float wd = load_f16c(blk + 208);
     const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+    // Each half's eight scales as 16-bit integers in both 128-bit lanes, for splat16.
+    const __m256i half_scales[2] = {_mm256_permute2x128_si256(scales16, scales16, 0x00),
+                                    _mm256_permute2x128_si256(scales16, scales16, 0x11)};
     __m256i sumi[R];
     for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
     for (int j = 0; j < 2; ++j) {
@@ -126,8 +127,8 @@ LMSCOPE_Q8K_TARGET void dot_q6k(const uint8_t* w, int64_t nb, const RowsK& x, fl
       codes[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m15),
                                  _mm256_srli_epi16(_mm256_and_si256(h, _mm256_set1_epi8(char(0xC0))), 2));
       for (int k = 0; k < 4; ++k) {
-        const int g = 8 * j + 2 * k;   // scales of elements 0-15 and 16-31 of this group of 32
-        const __m256i s = _mm256_set_m128i(_mm_set1_epi16(short(sc[g + 1])), _mm_set1_epi16(short(sc[g])));
+        // the scales sc[g], g = 8j + 2k, of elements 0-15 and sc[g + 1] of 16-31 of this group of 32
+        const __m256i s = splat16(half_scales[j], 2 * k, 2 * k + 1);   // sc[g] | sc[g + 1]
         for (int r = 0; r < R; ++r)
           sumi[r] = _mm256_add_epi32(
               sumi[r], _mm256_madd_epi16(s, _mm256_maddubs_epi16(codes[k], load256(x.q[r] + i * 256 + 128 * j + 32 * k))));
