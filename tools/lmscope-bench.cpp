@@ -6,10 +6,12 @@
 //
 //   lmscope-bench --model synthetic:smollm2 --prompt-len 128 --decode 32 --repeats 3
 //
-// On a GPU (docs/cuda.md): --backend cuda --dtype bf16 --roofline also prints the bytes a
-// decode step must read (weights once, plus every row's KV cache) over the measured device
-// copy bandwidth: the memory roofline, and the fraction of it that decode reaches.
+// --roofline also prints the bytes a decode step must read (weights once, plus every row's KV
+// cache) over the measured bandwidth: the memory roofline, and the fraction of it that decode
+// reaches. On a GPU (docs/cuda.md) the device's copy bandwidth; on the CPU the host's read
+// bandwidth with the run's OpenMP threads, and the weights as held (docs/benchmarks.md).
 //   lmscope-bench --model DIR --backend cuda --dtype bf16 --prompt-len 512 --decode 64 --configs none --roofline
+//   OMP_NUM_THREADS=1 lmscope-bench --model FILE.gguf --prompt-len 1 --decode 128 --configs none --roofline
 //
 // --dequant (a .gguf file): instead of generating, times the dequantization of every
 // quantized tensor of the file to float32 (GgufFile::to_f32; F32 tensors are views, no work)
@@ -34,6 +36,7 @@
 #include "backend/cpu/block_matmul.h"
 #include "backend/cpu/over_rows.h"
 #include "backend/cpu/q8_matmul.h"
+#include "backend/cpu/read_bandwidth.h"
 #if LMSCOPE_WITH_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
@@ -42,6 +45,7 @@
 #include "io/output_target.h"
 #include "io/text_file.h"
 #include "model/load_model.h"
+#include "model/weights.h"
 #include "model/random_weights.h"
 #include "tools/cli_common.h"
 #include "trace/select.h"
@@ -93,40 +97,60 @@ GenerateResult forward_loop(Decoder& decoder, const GenerateOptions& opt, Trace*
   return res;
 }
 
-// The bytes one decode step must read from device memory: every weight matrix once (the
-// embedding only for the B rows gathered), the norms and biases, and each row's KV cache
-// over the positions it attends to (float32 in our cache), averaged over the decode steps.
-// Divided by the measured copy bandwidth (bytes read + written per second) this is the
-// fastest a decode step can be; the measured decode tokens/s is reported as a fraction.
-nlohmann::json decode_roofline(const ModelConfig& c, Backend& be, int batch, int prompt_len, int decode,
-                               double decode_tps) {
-  const double wsize = be.compute_dtype() == "bf16" ? 2 : 4;
-  const double D = c.hidden_size, F = c.intermediate_size, q = double(c.num_heads) * c.head_dim,
-               kv = double(c.num_kv_heads) * c.head_dim, V = c.vocab_size;
-  const double per_layer = wsize * (q * D + 2 * kv * D + D * q + 3 * F * D) + 4.0 * (2 * D + q + 2 * kv);
-  const double weights = c.num_layers * per_layer + wsize * V * D /* head */ + 4.0 * D + wsize * batch * D;
-  const double mean_s = prompt_len + 1 + decode / 2.0;
+// The bytes one decode step must read: every weight matrix once (the embedding only for the
+// B rows gathered), the norms and biases, and each row's KV cache over the positions it
+// attends to (float32 in our caches), averaged over the decode steps. On a GPU the weights
+// are counted in the compute dtype and divided by the measured device copy bandwidth (bytes
+// read + written per second); on the CPU they are counted as held (GGUF blocks, 16-bit
+// halves or float32: Weights' own tensors) and divided by the host's read bandwidth with the
+// run's threads (backend/cpu/read_bandwidth.h). Either quotient is the fastest a decode step
+// can be; the measured decode tokens/s is reported as a fraction of it.
+nlohmann::json decode_roofline(const ModelConfig& c, const Weights& w, Backend& be, int batch, int prompt_len,
+                               int decode, double decode_tps) {
+  double weights = 0;
+  std::string bandwidth_kind;
+  double bw = 0;
+  nlohmann::json r;
+  if (be.name() == "cpu") {
+    for (const auto& [name, t] : named_weights(w)) {
+      const double held = t->blocks() ? double(t->blocks()->rows) * double(t->blocks()->row_bytes()) : double(t->nbytes());
+      weights += name == "model.embed_tokens.weight" ? held / double(t->shape()[0]) * batch : held;
+    }
+    const cpu::ReadBandwidth rb = cpu::measure_read_bandwidth();
+    bw = rb.bytes_per_s;
+    bandwidth_kind = "host read bandwidth (" + std::to_string(rb.threads) + (rb.threads == 1 ? " thread)" : " threads)");
+    r["read_bytes_per_s"] = bw;
+    r["threads"] = rb.threads;
+  } else {
+    const double wsize = be.compute_dtype() == "bf16" ? 2 : 4;
+    const double D = c.hidden_size, F = c.intermediate_size, q = double(c.num_heads) * c.head_dim,
+                 kv = double(c.num_kv_heads) * c.head_dim, V = c.vocab_size;
+    const double per_layer = wsize * (q * D + 2 * kv * D + D * q + 3 * F * D) + 4.0 * (2 * D + q + 2 * kv);
+    weights = c.num_layers * per_layer + wsize * V * D /* head */ + 4.0 * D + wsize * batch * D;
+#if LMSCOPE_WITH_CUDA
+    if (be.name() == "cuda") {
+      CudaDeviceInfo info = cuda_device_info(true);
+      bw = info.copy_bytes_per_s;
+      bandwidth_kind = "copy bandwidth";
+      r["copy_bytes_per_s"] = bw;
+      r["device"] = info.name;
+    }
+#endif
+  }
+  const double kv = double(c.num_kv_heads) * c.head_dim, mean_s = prompt_len + 1 + decode / 2.0;
   const double kv_bytes = double(batch) * c.num_layers * 2 * kv * mean_s * 4.0;
   const double step_bytes = weights + kv_bytes;
-  nlohmann::json r = {{"weight_bytes_per_step", weights}, {"kv_bytes_per_step", kv_bytes},
-                      {"bytes_per_step", step_bytes}};
-  double bw = 0;
-#if LMSCOPE_WITH_CUDA
-  if (be.name() == "cuda") {
-    CudaDeviceInfo info = cuda_device_info(true);
-    bw = info.copy_bytes_per_s;
-    r["device"] = info.name;
-  }
-#endif
+  r["weight_bytes_per_step"] = weights;
+  r["kv_bytes_per_step"] = kv_bytes;
+  r["bytes_per_step"] = step_bytes;
   std::printf("roofline: %.3f GB per decode step (weights %.3f GB, KV %.3f GB)", step_bytes / 1e9, weights / 1e9,
               kv_bytes / 1e9);
   if (bw > 0) {
     const double best_tps = batch * bw / step_bytes;
-    r["copy_bytes_per_s"] = bw;
     r["roofline_tok_s"] = best_tps;
     r["decode_fraction_of_roofline"] = decode_tps / best_tps;
-    std::printf("; copy bandwidth %.0f GB/s -> at most %.1f tok/s at batch %d; decode reaches %.1f%%\n", bw / 1e9,
-                best_tps, batch, 100.0 * decode_tps / best_tps);
+    std::printf("; %s %.1f GB/s -> at most %.1f tok/s at batch %d; decode reaches %.1f%%\n", bandwidth_kind.c_str(),
+                bw / 1e9, best_tps, batch, 100.0 * decode_tps / best_tps);
   } else {
     std::printf(" (no device bandwidth on backend %s)\n", be.name().c_str());
   }
@@ -251,7 +275,7 @@ int main(int argc, char** argv) {
   app.add_option("--cpu-activations", cpu_activations,
                  "cpu: f32 (exact), or q8 (llama.cpp's int8 activations before each block-quantized matmul)")
       ->capture_default_str();
-  app.add_flag("--roofline", roofline, "decode against the memory roofline (bytes per step / copy bandwidth)");
+  app.add_flag("--roofline", roofline, "decode against the memory roofline (bytes per step / measured bandwidth)");
   app.add_option("--loop", loop,
                  "generate: the full generation loop (host sampler and its audit); forward: forward + greedy "
                  "argmax only, the work scripts/bench_hf.py times")
@@ -352,7 +376,7 @@ int main(int argc, char** argv) {
       report[which] = {{"prefill_tok_s", f.prefill_tps}, {"decode_tok_s", f.decode_tps},
                        {"prefill_runs", pre[which]}, {"decode_runs", dec[which]}};
     }
-    if (roofline) report["roofline"] = decode_roofline(cfg, *backend, batch, prompt_len, decode, median(dec[names[0]]));
+    if (roofline) report["roofline"] = decode_roofline(cfg, w, *backend, batch, prompt_len, decode, median(dec[names[0]]));
     if (!json_out.empty()) write_file_atomic(json_out, report.dump(2) + "\n");
     return 0;
   });
