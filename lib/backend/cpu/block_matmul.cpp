@@ -134,6 +134,7 @@ LMSCOPE_AVX2_F16C void avx2_rows(float* out, const float* x, const QuantBlocks& 
     for (int n = 0; n < N; ++n) d0[n] = d1[n] = m0[n] = m1[n] = _mm256_setzero_ps();
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
+      prefetch_ahead<2 * int(block_bytes(Q4_1 ? BlockType::Q4_1 : BlockType::Q8_0))>(row + b * bb);
       block_rows<Q4_1, N>(row + b * bb, x + b * 32, sums_at(b), I, S, d0, m0);
       block_rows<Q4_1, N>(row + (b + 1) * bb, x + (b + 1) * 32, sums_at(b + 1), I, S, d1, m1);
     }

@@ -27,6 +27,8 @@
 #endif
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+
+#include "backend/cpu/avx2.h"   // prefetch_ahead
 #define LMSCOPE_AVX512 __attribute__((target("avx512f,f16c,fma")))
 #endif
 
@@ -83,6 +85,7 @@ LMSCOPE_AVX512 void outputs(float* out, const float* x, const QuantBlocks& W, co
     for (int n = 0; n < N; ++n) d0[n] = d1[n] = m0[n] = m1[n] = _mm512_setzero_ps();
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
+      prefetch_ahead<2 * int(block_bytes(Q4_1 ? BlockType::Q4_1 : BlockType::Q8_0))>(row + b * bb);
       block_rows<Q4_1, N>(row + b * bb, x + b * 32, I, d0, m0);
       block_rows<Q4_1, N>(row + (b + 1) * bb, x + (b + 1) * 32, I, d1, m1);
     }

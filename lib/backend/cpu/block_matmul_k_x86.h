@@ -194,6 +194,7 @@ LMSCOPE_K_TARGET void k_rows(float* out, const float* x, const float* xs, const 
     __m256 mins[N];   // Q4_K/Q5_K: sum over the row of dmin * m_j * (sum of x over sub-block j), lane-wise
     for (int n = 0; n < N; ++n) acc0[n] = acc1[n] = vzero(), mins[n] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
+      prefetch_ahead<int(lmscope::block_bytes(T))>(row + b * int64_t(bb));
       if (T == BlockType::Q6_K)
         q6k_block<N>(row + b * int64_t(bb), x + b * 256, I, acc0, acc1);
       else

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backend/cpu/avx2.h"   // prefetch_ahead
 #include "backend/cpu/block_rows.h"
 #include "backend/cpu/half_dot.h"
 #include "backend/cpu/half_matmul.h"
@@ -60,6 +61,7 @@ LMSCOPE_H_TARGET void half_rows(float* out, const float* x, const HalfMatrix& W,
     for (int n = 0; n < N; ++n)
       for (int v = 0; v < kVecs; ++v) acc[n][v] = vzero();
     for (int64_t c = 0; c < full; ++c) {
+      prefetch_ahead<kHalfLanes * 2>(w + c * kHalfLanes);
       vf wv[kVecs];
       for (int v = 0; v < kVecs; ++v) wv[v] = vwiden<BF16>(w + c * kHalfLanes + v * kLanes);
       for (int n = 0; n < N; ++n)

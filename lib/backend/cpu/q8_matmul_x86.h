@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "backend/cpu/avx2.h"   // hsum: ggml's hsum_float_8 order
+#include "backend/cpu/avx2.h"   // hsum (ggml's hsum_float_8 order), prefetch_lines
 #include "backend/cpu/q8_matmul.h"
 #include "kernels/q8_activations.cuh"
 #include "kernels/quant_blocks.cuh"
@@ -116,8 +116,7 @@ LMSCOPE_Q8_TARGET void tile(float* out, const Rows& x, int64_t n0, const QuantBl
     const uintptr_t ahead = reinterpret_cast<uintptr_t>(W.data) + uintptr_t((o + 2 * P) * int64_t(rb));
     constexpr int64_t lines = (P * (Q4_1 ? 20 : 34) + 63) / 64;   // a group's bytes per block step
     for (int64_t b = 0; b < nb; ++b) {
-      for (int64_t l = 0; l < lines; ++l)
-        _mm_prefetch(reinterpret_cast<const char*>(ahead + uintptr_t((b * lines + l) * 64)), _MM_HINT_T0);
+      prefetch_lines(ahead + uintptr_t(b * lines * 64), lines);
       __m256i w[P], u[P];
       __m128 scales[P / 2];
       for (int i = 0; i < P; ++i) {

@@ -51,6 +51,7 @@ LMSCOPE_Q8K_TARGET void dot_k4(const uint8_t* w, int64_t nb, const RowsK& x, flo
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), acc_m[r] = _mm_setzero_ps(), summs[r] = 0.0f;
   for (int64_t i = 0; i < nb; ++i) {
     const uint8_t* blk = w + i * bytes;
+    prefetch_ahead<bytes>(blk);
     const float wd = load_f16c(blk), wmin = load_f16c(blk + 2);
     uint8_t sm[16];   // the eight 6-bit scales, then the eight mins
     quant::scales_mins_k4(blk + 4, sm);
@@ -110,6 +111,7 @@ LMSCOPE_Q8K_TARGET void dot_q6k(const uint8_t* w, int64_t nb, const RowsK& x, fl
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
     const uint8_t* blk = w + i * 210;
+    prefetch_ahead<210>(blk);
     const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
     const float wd = load_f16c(blk + 208);
     const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
