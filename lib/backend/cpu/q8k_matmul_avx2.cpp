@@ -24,10 +24,23 @@ namespace {
 LMSCOPE_Q8K_TARGET inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // 16-bit element `lo` of each 128-bit lane of v in every 16-bit lane of the low half, element
-// `hi` in the high half: one vpshufb, as llama.cpp's get_scale_shuffle tables do.
+// `hi` in the high half: one vpshufb with its indices from a table in memory, as llama.cpp's
+// get_scale_shuffle tables do (a memory operand: constants in registers would be spilled or
+// rebuilt in the unrolled loop).
+struct ScaleShuffles {
+  alignas(32) uint8_t idx[8][8][32];   // [lo][hi]
+  constexpr ScaleShuffles() : idx{} {
+    for (int lo = 0; lo < 8; ++lo)
+      for (int hi = 0; hi < 8; ++hi)
+        for (int b = 0; b < 32; ++b) {
+          const int e = b < 16 ? lo : hi;
+          idx[lo][hi][b] = uint8_t(2 * e + (b & 1));
+        }
+  }
+};
+constexpr ScaleShuffles kScaleShuffles;
 LMSCOPE_Q8K_TARGET inline __m256i splat16(__m256i v, int lo, int hi) {
-  return _mm256_shuffle_epi8(v, _mm256_set_m128i(_mm_set1_epi16(short(0x0100 + 0x0202 * hi)),
-                                                 _mm_set1_epi16(short(0x0100 + 0x0202 * lo))));
+  return _mm256_shuffle_epi8(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(kScaleShuffles.idx[lo][hi])));
 }
 
 // One weight row against R activation rows at once (prefill: R up to kQ8KRows): the weight
