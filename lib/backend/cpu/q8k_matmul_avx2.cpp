@@ -3,7 +3,7 @@
 // lane's integer sum and every float operation is its: vpmaddubsw (unsigned weight codes times
 // signed activation codes, pairs), vpmaddwd with the sub-block scales (quads, int32 lanes),
 // one FMA per super-block into eight float lanes, the mins apart (kernels/q8_k_activations.cuh
-// has the formulas). The scales are splat by vpshufb with constant indices, as llama.cpp's
+// has the formulas). The scales are splat by vpshufb with indices from a table, as llama.cpp's
 // tables do. Compiled for any x86-64 with __attribute__((target)): the caller checks the
 // processor first.
 #include "backend/cpu/q8k_matmul.h"
