@@ -1,8 +1,7 @@
 // What the AVX2 code paths of the CPU backend share: the target attribute that lets one
 // function use AVX2 + FMA in a binary built for any x86-64 (the caller checks the processor
 // first), the horizontal sum of 8 floats, the f16 scales' conversion, and the weight stream's
-// prefetch. Elsewhere LMSCOPE_AVX2 stays undefined and only
-// the portable code is built.
+// prefetch. Elsewhere LMSCOPE_AVX2 stays undefined and only the portable code is built.
 #pragma once
 
 #if defined(__x86_64__)
@@ -36,9 +35,9 @@ __attribute__((target("f16c"))) inline float load_f16c(const uint8_t* p) {
 // in q8 mode, against 10.1 GB/s when it sat in L3. So each kernel calls prefetch_ahead<Step>
 // for every Step bytes of weights it reads (a slice's rows are contiguous: one stream), which
 // asks for the lines kPrefetchAhead bytes further on. Calls spaced at most 64 bytes apart touch
-// every line of the stream; a Step over 64 asks for one line per 64 bytes. 2048 bytes was the
-// best of 0, 1024, 2048, 3072 and 4096 for 1.5B Q4_K_M decode on that machine
-// (docs/benchmarks.md). Prefetches change no arithmetic.
+// every line of the stream; a Step over 64 asks for one line per 64 bytes. Of 0, 1024, 2048,
+// 3072 and 4096 bytes, 2048 was as fast as any for 1.5B Q4_K_M decode on that machine, within
+// its noise (docs/benchmarks.md). Prefetches change no arithmetic.
 // (Addresses as integers: past the matrix's end they are only hints, never pointers.)
 constexpr uintptr_t kPrefetchAhead = 2048;
 inline void prefetch_lines(uintptr_t address, int lines) {
