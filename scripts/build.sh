@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds lmscope into build/ (Release, -j2), after scripts/setup.sh.
 #
-#   scripts/build.sh [CMAKE_ARGS]          everything: every tool and test, and the CUDA backend
-#                                          when nvcc is found (scripts/test.sh)
+#   scripts/build.sh [CMAKE_ARGS]          everything: every tool and test, the Python module, and
+#                                          the CUDA backend when nvcc is found (scripts/test.sh)
 #   scripts/build.sh --main [CMAKE_ARGS]   only what scripts/run.sh runs: lmscope-trace,
 #                                          lmscope-diff and lmscope-step, with their libraries
 #
@@ -28,7 +28,9 @@ if [ "${1:-}" = --main ]; then
   cmake --build build -j2 --target lmscope-trace lmscope-diff lmscope-step
 else
   scripts/setup.sh
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLMSCOPE_TESTS=ON -DLMSCOPE_CUDA="${LMSCOPE_CUDA:-AUTO}" \
-        "$@" >/dev/null
+  # The Python module explicitly too: its option defaults to LMSCOPE_TESTS only when build/ is
+  # first configured, and a build/ that run.sh configured (tests off) would keep it off.
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLMSCOPE_TESTS=ON -DLMSCOPE_PYTHON_MODULE=ON \
+        -DLMSCOPE_CUDA="${LMSCOPE_CUDA:-AUTO}" "$@" >/dev/null
   cmake --build build -j2
 fi
