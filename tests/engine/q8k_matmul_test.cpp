@@ -4,7 +4,8 @@
 //    of magnitudes, .5 ties after scaling);
 //  * the portable matmul against sgemm on the dequantized weights and the exact activations,
 //    within the bound int8 rounding implies (q8k_bound);
-//  * the AVX2 kernel against the portable one, bit for bit;
+//  * the AVX2 and AVX-512 kernels against the portable one, bit for bit (each the processor runs;
+//    the AVX-512 one adds its integers in other groupings, which must not show);
 //  * CpuBackend's q8 mode (linear, linear_group: K-quants together, and a group mixing a
 //    K-quant with a Q8_0 weight) running exactly those numbers, and the hook's codes and scales.
 // Q4_K, Q5_K, Q6_K; N = 1..8 and 37; odd super-block counts; output counts the threads do not
@@ -14,6 +15,8 @@
 #include <cblas.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -113,21 +116,46 @@ TEST(Q8KMatmul, PortableWithinTheInt8RoundingBoundOfSgemm) {
     }
 }
 
-TEST(Q8KMatmul, Avx2MatchesThePortableOneBitForBit) {
-  if (!cpu::q8k_avx2_available()) GTEST_SKIP() << "this processor has no AVX2+FMA+F16C";
-  for (BlockType type : kTypes)
-    for (int64_t nb : {1, 6, 9}) {
-      const int64_t O = 131, I = nb * 256;
-      const RandomBlocks w = random_blocks(type, O, I, 400 + nb);
-      const Tensor bias = randn({O}, 3);
-      for (int64_t N : kRows) {
-        const cpu::Q8KRows x = quantized(randn({N, I}, 13 * N + nb), I);
-        const std::vector<float> ref = run(cpu::q8k_outputs_portable, x, *w.q, bias.f32()),
-                                 got = run(cpu::q8k_outputs_avx2, x, *w.q, bias.f32());
-        ASSERT_EQ(std::memcmp(ref.data(), got.data(), ref.size() * 4), 0)
-            << block_type_name(type) << " nb " << nb << " N " << N;
-      }
+struct Simd {
+  const char* name;
+  bool runs;
+  cpu::Q8KOutputs outputs;
+};
+const Simd kSimd[] = {{"avx2", cpu::q8k_avx2_available(), cpu::q8k_outputs_avx2},
+                      {"avx512", cpu::q8k_avx512_available(), cpu::q8k_outputs_avx512}};
+
+TEST(Q8KMatmul, SimdKernelsMatchThePortableOneBitForBit) {
+  int ran = 0;
+  for (const Simd& k : kSimd) {
+    if (!k.runs) {
+      std::printf("[ skipped ] %s: this processor does not run it\n", k.name);
+      continue;
     }
+    ++ran;
+    for (BlockType type : kTypes)
+      for (int64_t nb : {1, 6, 9}) {
+        const int64_t O = 131, I = nb * 256;
+        const RandomBlocks w = random_blocks(type, O, I, 400 + nb);
+        const Tensor bias = randn({O}, 3);
+        for (int64_t N : kRows) {
+          const cpu::Q8KRows x = quantized(randn({N, I}, 13 * N + nb), I);
+          const std::vector<float> ref = run(cpu::q8k_outputs_portable, x, *w.q, bias.f32()),
+                                   got = run(k.outputs, x, *w.q, bias.f32());
+          ASSERT_EQ(std::memcmp(ref.data(), got.data(), ref.size() * 4), 0)
+              << k.name << " " << block_type_name(type) << " nb " << nb << " N " << N;
+        }
+      }
+  }
+  if (ran == 0) GTEST_SKIP() << "this processor has no AVX2+FMA+F16C";
+}
+
+TEST(Q8KMatmul, RunsTheWidestKernelUnlessToldOtherwise) {
+  const char* env = std::getenv("LMSCOPE_CPU_KERNEL");
+  const std::string want = env ? env : "", got = cpu::q8k_matmul_kernel();
+  if (want == "portable" || !cpu::q8k_avx2_available()) EXPECT_EQ(got, "portable");
+  else if (want == "avx2") EXPECT_EQ(got, "avx2");
+  else if (cpu::q8k_avx512_available()) EXPECT_EQ(got, "avx512") << "LMSCOPE_CPU_KERNEL='" << want << "'";
+  else EXPECT_EQ(got, "avx2");
 }
 
 TEST(Q8KMatmul, CpuBackendRunsItForKQuantWeights) {
@@ -137,8 +165,9 @@ TEST(Q8KMatmul, CpuBackendRunsItForKQuantWeights) {
                      c = random_blocks(BlockType::Q8_0, 5, I, 53);
   const Tensor A = Tensor::from_blocks(a.q), B = Tensor::from_blocks(b.q), C = Tensor::from_blocks(c.q),
                bias = randn({45}, 4), none;
-  const cpu::Q8KOutputs chosen =
-      std::string(cpu::q8k_matmul_kernel()) == "avx2" ? cpu::q8k_outputs_avx2 : cpu::q8k_outputs_portable;
+  cpu::Q8KOutputs chosen = cpu::q8k_outputs_portable;
+  for (const Simd& k : kSimd)
+    if (std::string(cpu::q8k_matmul_kernel()) == k.name) chosen = k.outputs;
   for (int64_t N : kRows) {
     const Tensor x = randn({1, N, I}, N);
     const cpu::Q8KRows xq = quantized(x, I);

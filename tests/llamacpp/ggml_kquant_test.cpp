@@ -5,8 +5,8 @@
 //  * Q8_K activation quantization: from_float of GGML_TYPE_Q8_K against quantize_rows_q8k (the
 //    d, the 256 codes and the 16 bsums of each super-block), on random rows of several scales and
 //    on edge cases (an all-zero super-block, one huge value, a largest value of either sign);
-//  * the dot products: vec_dot of Q4_K, Q5_K and Q6_K against the portable and the AVX2 q8k
-//    implementations, on super-blocks llama.cpp's quantizer wrote (golden/gguf/ggml_quantized_kquants.json)
+//  * the dot products: vec_dot of Q4_K, Q5_K and Q6_K against the portable, AVX2 and AVX-512
+//    q8k implementations (each the processor runs), on super-blocks llama.cpp's quantizer wrote (golden/gguf/ggml_quantized_kquants.json)
 //    and on random ones (tests/engine/random_blocks.h);
 //  * dequantization: to_float of each type against ours (and so against gguf-py, which
 //    tests/gguf holds ours to).
@@ -127,12 +127,20 @@ TEST(GgmlKQuant, DotProductsAreLlamaCppsBitForBit) {
       row.q.assign(ours.q.begin() + n * I, ours.q.begin() + (n + 1) * I);
       row.bsums.assign(ours.bsums.begin() + n * I / 16, ours.bsums.begin() + (n + 1) * I / 16);
       row.d.assign(ours.d.begin() + n * nb, ours.d.begin() + (n + 1) * nb);
-      float portable = NAN, avx2 = NAN;
+      float portable = NAN;
       cpu::q8k_outputs_portable(&portable, row, W, nullptr, 0, 1);
       EXPECT_EQ(ggtest::bits(want), ggtest::bits(portable)) << c.what << " row " << n << ": " << want << " vs " << portable;
-      if (cpu::q8k_avx2_available()) {
-        cpu::q8k_outputs_avx2(&avx2, row, W, nullptr, 0, 1);
-        EXPECT_EQ(ggtest::bits(want), ggtest::bits(avx2)) << c.what << " row " << n << " (avx2)";
+      const struct {
+        const char* name;
+        bool runs;
+        cpu::Q8KOutputs outputs;
+      } simd[] = {{"avx2", cpu::q8k_avx2_available(), cpu::q8k_outputs_avx2},
+                  {"avx512", cpu::q8k_avx512_available(), cpu::q8k_outputs_avx512}};
+      for (const auto& k : simd) {
+        if (!k.runs) continue;
+        float got = NAN;
+        k.outputs(&got, row, W, nullptr, 0, 1);
+        EXPECT_EQ(ggtest::bits(want), ggtest::bits(got)) << c.what << " row " << n << " (" << k.name << ")";
       }
       ++compared;
     }

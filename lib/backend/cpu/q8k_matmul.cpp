@@ -68,14 +68,17 @@ struct Choice {
   Q8KOutputs outputs;
 };
 
-// AVX2 when the processor has it (LMSCOPE_CPU_KERNEL=avx512 takes it too: llama.cpp's AVX-512
-// build runs these AVX2 dot products), portable when LMSCOPE_CPU_KERNEL says so or no AVX2.
-// block_matmul's choice has already refused a kernel the processor lacks.
+// The widest the processor runs, or LMSCOPE_CPU_KERNEL's (block_matmul.h's variable; its
+// choice has already refused a kernel the processor lacks, but AVX-512 F without BW can pass
+// it: that processor runs the AVX2 build, the same numbers).
 Choice choose() {
-  const Choice avx2{"avx2", q8k_outputs_avx2}, portable{"portable", q8k_outputs_portable};
+  const Choice avx512{"avx512", q8k_outputs_avx512}, avx2{"avx2", q8k_outputs_avx2},
+      portable{"portable", q8k_outputs_portable};
   const char* env = std::getenv("LMSCOPE_CPU_KERNEL");
-  if (env && std::string(env) == "portable") return portable;
-  return q8k_avx2_available() ? avx2 : portable;
+  const std::string want = env ? env : "";
+  if (want == "portable" || !q8k_avx2_available()) return portable;
+  if ((want.empty() || want == "avx512") && q8k_avx512_available()) return avx512;
+  return avx2;
 }
 
 const Choice& chosen() {
@@ -101,6 +104,11 @@ void q8k_outputs_portable(float* out, const Q8KRows& x, const QuantBlocks& W, co
 void q8k_outputs_avx2(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias, int64_t o0,
                       int64_t o1) {
   outputs_by_chunks(q8k_slice_avx2, out, x, W, bias, o0, o1);
+}
+
+void q8k_outputs_avx512(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias, int64_t o0,
+                        int64_t o1) {
+  outputs_by_chunks(q8k_slice_avx512, out, x, W, bias, o0, o1);
 }
 
 const char* q8k_matmul_kernel() { return chosen().name; }

@@ -7,10 +7,11 @@
 //
 // Any N; each thread walks its outputs a chunk at a time so that a chunk's weight blocks are
 // read from cache by every row, and up to kQ8KRows rows at a time share each weight row's
-// unpacking (q8k_slice_avx2). Two implementations: AVX2 (q8k_matmul_avx2.cpp: llama.cpp's
-// own instruction sequence, vpmaddubsw + vpmaddwd; llama.cpp's AVX-512 build runs it too, and
-// so does LMSCOPE_CPU_KERNEL=avx512 here) and the portable one (the formulas one lane at a
-// time), the reference the tests hold the other to. LMSCOPE_CPU_KERNEL=portable forces it.
+// unpacking (q8k_slice_*). Three implementations, the widest the processor runs chosen at run
+// time (LMSCOPE_CPU_KERNEL=avx512|avx2|portable forces one): AVX-512 (512-bit integer sums,
+// AVX-512 BW), AVX2 (llama.cpp's own instruction sequence, vpmaddubsw + vpmaddwd), both in
+// q8k_matmul_x86.h and bit for bit the same numbers, and the portable one (the formulas one
+// lane at a time), the reference the tests hold the others to.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -39,7 +40,7 @@ void q8k_matmul(float* out, const Q8KRows& x, const QuantBlocks& W, const float*
 // Several matrices reading the same x in one parallel region (block_matmul_group's split).
 void q8k_matmul_group(const Q8KRows& x, const BlockMatmulJob* jobs, int count);
 
-// The implementation q8k_matmul runs: "avx2" or "portable".
+// The implementation q8k_matmul runs: "avx512", "avx2" or "portable".
 const char* q8k_matmul_kernel();
 
 // The implementations, for the tests: outputs [o0, o1) on the calling thread.
@@ -49,17 +50,22 @@ void q8k_outputs_portable(float* out, const Q8KRows& x, const QuantBlocks& W, co
                           int64_t o1);
 void q8k_outputs_avx2(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias, int64_t o0,
                       int64_t o1);
-bool q8k_avx2_available();   // AVX2 + FMA + F16C
+void q8k_outputs_avx512(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias, int64_t o0,
+                        int64_t o1);
+bool q8k_avx2_available();     // AVX2 + FMA + F16C
+bool q8k_avx512_available();   // those + AVX-512 F and BW
 // One output of one row: W's row `w` (nb super-blocks of ggml type 12/13/14) against the row's
 // codes q, group sums bsums and scales d (what each implementation runs per output).
 using Q8KDot = float (*)(int ggml_type, const uint8_t* w, int64_t nb, const int8_t* q, const int16_t* bsums,
                          const float* d);
 float q8k_dot_avx2(int ggml_type, const uint8_t* w, int64_t nb, const int8_t* q, const int16_t* bsums,
                    const float* d);
+float q8k_dot_avx512(int ggml_type, const uint8_t* w, int64_t nb, const int8_t* q, const int16_t* bsums,
+                     const float* d);
 // A slice of outputs [o0, o1) of W (ggml type, row_bytes, nb super-blocks a row) for up to
 // kQ8KRows activation rows at once (row r's codes q[r], sums bsums[r], scales d[r]):
-// out[r * O + o] = W row o . x row r (+ bias[o]). The AVX2 implementation unpacks each weight
-// row once for all the rows (prefill); every output is bit for bit q8k_dot_avx2's.
+// out[r * O + o] = W row o . x row r (+ bias[o]). The x86 implementations unpack each weight
+// row once for all the rows (prefill); every output is bit for bit the one-row dot product's.
 constexpr int kQ8KRows = 8;
 struct Q8KSlice {
   int ggml_type;
@@ -72,5 +78,7 @@ using Q8KSliceRows = void (*)(const Q8KSlice& s, const int8_t* const* q, const i
                               const float* const* d, int rows);
 void q8k_slice_avx2(const Q8KSlice& s, const int8_t* const* q, const int16_t* const* bsums, const float* const* d,
                     int rows);
+void q8k_slice_avx512(const Q8KSlice& s, const int8_t* const* q, const int16_t* const* bsums, const float* const* d,
+                      int rows);
 
 }  // namespace lmscope::cpu
