@@ -23,6 +23,7 @@
 // (every layer's seven and the head, one row of x), medians of --repeats passes.
 //   OMP_NUM_THREADS=1 lmscope-bench --model models/SmolLM2-135M-Instruct.Q4_1.gguf --kernels --repeats 50
 #include <CLI/CLI.hpp>
+#include <cblas.h>   // openblas_get_corename: the kernel table OpenBLAS chose (OPENBLAS_CORETYPE, else by CPUID)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -36,6 +37,7 @@
 #include "backend/cpu/block_matmul.h"
 #include "backend/cpu/over_rows.h"
 #include "backend/cpu/q8_matmul.h"
+#include "backend/cpu/q8k_matmul.h"
 #include "backend/cpu/read_bandwidth.h"
 #if LMSCOPE_WITH_CUDA
 #include "backend/cuda/cuda_backend.h"
@@ -333,10 +335,14 @@ int main(int argc, char** argv) {
     std::printf("model %s: %d layers, D=%d, H=%d/%d, F=%d, V=%d; batch %d, prompt %d, decode %d, %d repeats\n",
                 model.c_str(), cfg.num_layers, cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads,
                 cfg.intermediate_size, cfg.vocab_size, batch, prompt_len, decode, repeats);
+    if (backend->name() == "cpu")
+      std::printf("cpu kernels: block_matmul %s, q8 %s / %s (K-quants), sgemm OpenBLAS %s\n", cpu::block_matmul_kernel(),
+                  cpu::q8_matmul_kernel(), cpu::q8k_matmul_kernel(), openblas_get_corename());
 
     nlohmann::json report = {{"model", model},        {"batch", batch},   {"prompt_len", prompt_len}, {"loop", loop},
                              {"decode", decode},      {"backend", backend->name()},
-                             {"dtype", backend->compute_dtype()}, {"cpu_activations", cpu_activations}};
+                             {"dtype", backend->compute_dtype()}, {"cpu_activations", cpu_activations},
+                             {"openblas_core", openblas_get_corename()}};
     std::vector<std::string> names = split_list(configs);
     for (const std::string& which : names)
       if (which != "none" && which != "empty" && which != "all")
