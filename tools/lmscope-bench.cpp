@@ -219,11 +219,20 @@ nlohmann::json kernels_bench(const std::string& path, int repeats) {
   if (cpu::block_matmul_simd_available()) kernels.push_back({"avx2", cpu::block_matmul_avx2});
   if (cpu::block_matmul_avx512_available()) kernels.push_back({"avx512", cpu::block_matmul_avx512});
   // --cpu-activations q8's implementations: each matrix's input row quantized, then the
-  // integer products (q8_matmul.h), as the backend runs them.
-  std::vector<std::pair<std::string, cpu::Q8Outputs>> q8_kernels = {{"q8-portable", cpu::q8_outputs_portable}};
-  if (cpu::q8_avx2_available()) q8_kernels.push_back({"q8-avx2", cpu::q8_outputs_avx2});
-  if (cpu::q8_avx512_available()) q8_kernels.push_back({"q8-avx512", cpu::q8_outputs_avx512});
+  // integer products, as the backend runs them (q8_matmul.h for Q8_0/Q4_1, q8k_matmul.h for
+  // the K-quants).
+  struct Q8Kernel {
+    std::string name;
+    cpu::Q8Outputs blocks;   // Q8_0, Q4_1
+    cpu::Q8KOutputs k;       // Q4_K, Q5_K, Q6_K
+  };
+  std::vector<Q8Kernel> q8_kernels = {{"q8-portable", cpu::q8_outputs_portable, cpu::q8k_outputs_portable}};
+  if (cpu::q8_avx2_available() && cpu::q8k_avx2_available())
+    q8_kernels.push_back({"q8-avx2", cpu::q8_outputs_avx2, cpu::q8k_outputs_avx2});
+  if (cpu::q8_avx512_available() && cpu::q8k_avx512_available())
+    q8_kernels.push_back({"q8-avx512", cpu::q8_outputs_avx512, cpu::q8k_outputs_avx512});
   cpu::Q8Rows q8;
+  cpu::Q8KRows q8k;
   std::map<std::string, std::vector<double>> runs;
   for (int r = 0; r <= repeats; ++r) {   // pass 0 warms up
     for (const auto& [name, run] : kernels) {
@@ -232,21 +241,24 @@ nlohmann::json kernels_bench(const std::string& path, int repeats) {
       const double s = std::chrono::duration<double>(clock::now() - t0).count();
       if (r > 0) runs[name].push_back(s);
     }
-    for (const auto& [name, kernel] : q8_kernels) {
-      const auto run = kernel;   // a lambda may not capture a structured binding (clang 14)
+    for (const Q8Kernel& kernel : q8_kernels) {
       const auto t0 = clock::now();
       for (const QuantBlocks* q : mats) {
-        if (!cpu::q8_matmul_supports(q->type)) continue;
-        cpu::quantize_rows_q8(x.data(), 1, q->cols, q8);
-        cpu::over_outputs(q->rows, [&](int64_t o0, int64_t o1) { run(out.data(), q8, *q, nullptr, o0, o1); });
+        if (cpu::q8_matmul_supports(q->type)) {
+          cpu::quantize_rows_q8(x.data(), 1, q->cols, q8);
+          cpu::over_outputs(q->rows, [&](int64_t o0, int64_t o1) { kernel.blocks(out.data(), q8, *q, nullptr, o0, o1); });
+        } else if (is_k_quant(q->type)) {
+          cpu::quantize_rows_q8k(x.data(), 1, q->cols, q8k);
+          cpu::over_outputs(q->rows, [&](int64_t o0, int64_t o1) { kernel.k(out.data(), q8k, *q, nullptr, o0, o1); });
+        }
       }
       const double s = std::chrono::duration<double>(clock::now() - t0).count();
-      if (r > 0) runs[name].push_back(s);
+      if (r > 0) runs[kernel.name].push_back(s);
     }
   }
-  for (const auto& k : q8_kernels) kernels.push_back({k.first, nullptr});
-  std::printf("%zu block matrices, %.1f MB of blocks per pass; block_matmul runs %s, q8_matmul %s\n", mats.size(),
-              bytes / 1e6, cpu::block_matmul_kernel(), cpu::q8_matmul_kernel());
+  for (const Q8Kernel& k : q8_kernels) kernels.push_back({k.name, nullptr});
+  std::printf("%zu block matrices, %.1f MB of blocks per pass; block_matmul runs %s, q8_matmul %s, q8k_matmul %s\n",
+              mats.size(), bytes / 1e6, cpu::block_matmul_kernel(), cpu::q8_matmul_kernel(), cpu::q8k_matmul_kernel());
   nlohmann::json report = {{"model", path}, {"matrices", mats.size()}, {"block_bytes", bytes},
                            {"chosen", cpu::block_matmul_kernel()}};
   for (const auto& [name, run] : kernels) {
