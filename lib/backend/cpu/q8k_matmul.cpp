@@ -69,8 +69,8 @@ struct Choice {
 };
 
 // The widest the processor runs, or LMSCOPE_CPU_KERNEL's (block_matmul.h's variable; its
-// choice has already refused a kernel the processor lacks, but AVX-512 F without BW can pass
-// it: that processor runs the AVX2 build, the same numbers).
+// choice has already refused a kernel the processor lacks, but AVX-512 F without BW and VNNI
+// can pass it: that processor runs the AVX2 build, the same numbers).
 Choice choose() {
   const Choice avx512{"avx512", q8k_outputs_avx512}, avx2{"avx2", q8k_outputs_avx2},
       portable{"portable", q8k_outputs_portable};

@@ -9,7 +9,7 @@
 // read from cache by every row, and up to kQ8KRows rows at a time share each weight row's
 // unpacking (q8k_slice_*). Three implementations, the widest the processor runs chosen at run
 // time (LMSCOPE_CPU_KERNEL=avx512|avx2|portable forces one): AVX-512 (512-bit integer sums,
-// AVX-512 BW), AVX2 (llama.cpp's own instruction sequence, vpmaddubsw + vpmaddwd), both in
+// AVX-512 BW + VNNI), AVX2 (llama.cpp's own instruction sequence, vpmaddubsw + vpmaddwd), both in
 // q8k_matmul_x86.h and bit for bit the same numbers, and the portable one (the formulas one
 // lane at a time), the reference the tests hold the others to.
 #pragma once
@@ -53,7 +53,7 @@ void q8k_outputs_avx2(float* out, const Q8KRows& x, const QuantBlocks& W, const 
 void q8k_outputs_avx512(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias, int64_t o0,
                         int64_t o1);
 bool q8k_avx2_available();     // AVX2 + FMA + F16C
-bool q8k_avx512_available();   // those + AVX-512 F and BW
+bool q8k_avx512_available();   // those + AVX-512 F, BW and VNNI
 // One output of one row: W's row `w` (nb super-blocks of ggml type 12/13/14) against the row's
 // codes q, group sums bsums and scales d (what each implementation runs per output).
 using Q8KDot = float (*)(int ggml_type, const uint8_t* w, int64_t nb, const int8_t* q, const int16_t* bsums,

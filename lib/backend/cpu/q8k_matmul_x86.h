@@ -10,8 +10,10 @@
 // formulas). Only the eight int32 lanes of a super-block are converted to float, and integer
 // sums do not depend on their order, so the wide build may add its products in other groupings:
 // it puts two sub-blocks (Q4_K/Q5_K: the low- and high-nibble ones of 32 bytes; Q6_K: two
-// groups of 32) in the halves of one 512-bit vector and adds the halves at the end of the
-// super-block, which gives llama.cpp's eight lanes, then the same float operations. The scales
+// groups of 32) in the halves of one 512-bit vector, multiplies the pair sums by the scales and
+// adds them in one vpdpwssd (exact: the same integers as vpmaddwd + vpaddd), and adds the
+// halves at the end of the super-block, which gives llama.cpp's eight lanes, then the same
+// float operations. The scales
 // are splat by vpshufb with indices from a table in memory, as llama.cpp's tables do.
 #pragma once
 #if !defined(LMSCOPE_Q8K_TARGET) || !defined(LMSCOPE_Q8K_WIDE)
@@ -110,7 +112,7 @@ LMSCOPE_Q8K_TARGET inline void k4_sums(const uint8_t* blk, const uint8_t* scales
       c = _mm512_or_si512(c, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hbits, counts(2 * j, 2 * j + 1)), one), 4));
     const __m512i s = splat16_512(sc, kSplats512.k4[j]);
     for (int r = 0; r < R; ++r)
-      wide[r] = _mm512_add_epi32(wide[r], _mm512_madd_epi16(s, _mm512_maddubs_epi16(c, load512(x.q[r] + i * 256 + 64 * j))));
+      wide[r] = _mm512_dpwssd_epi32(wide[r], s, _mm512_maddubs_epi16(c, load512(x.q[r] + i * 256 + 64 * j)));
   }
   for (int r = 0; r < R; ++r) sumi[r] = fold(wide[r]);
 #else
@@ -202,8 +204,8 @@ LMSCOPE_Q8K_TARGET inline void q6k_sums(const uint8_t* blk, const RowsK& x, int6
     const __m512i s01 = splat16_512(sc8, kSplats512.q6[0]), s23 = splat16_512(sc8, kSplats512.q6[1]);
     for (int r = 0; r < R; ++r) {
       const int8_t* a = x.q[r] + i * 256 + 128 * j;
-      wide[r] = _mm512_add_epi32(wide[r], _mm512_madd_epi16(s01, _mm512_maddubs_epi16(c01, load512(a))));
-      wide[r] = _mm512_add_epi32(wide[r], _mm512_madd_epi16(s23, _mm512_maddubs_epi16(c23, load512(a + 64))));
+      wide[r] = _mm512_dpwssd_epi32(wide[r], s01, _mm512_maddubs_epi16(c01, load512(a)));
+      wide[r] = _mm512_dpwssd_epi32(wide[r], s23, _mm512_maddubs_epi16(c23, load512(a + 64)));
     }
   }
   for (int r = 0; r < R; ++r) sumi[r] = fold(wide[r]);
