@@ -19,14 +19,7 @@
 #include "backend/cpu/over_rows.h"
 
 #if defined(__x86_64__)
-// GCC 12's AVX-512 intrinsics start from a self-initialized "undefined" register
-// (`__m512 __Y = __Y;`), which -Wmaybe-uninitialized reports at every use (GCC bug 105593).
-#pragma GCC diagnostic push
-#if !defined(__clang__)   // clang has no such warning (the sanitizer builds are clang's)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "backend/cpu/avx512_intrinsics.h"
 
 #include "backend/cpu/avx2.h"   // prefetch_ahead
 #define LMSCOPE_AVX512 __attribute__((target("avx512f,f16c,fma")))

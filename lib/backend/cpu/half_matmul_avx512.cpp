@@ -6,14 +6,7 @@
 #include <stdexcept>
 
 #if defined(__x86_64__)
-// GCC 12's AVX-512 intrinsics start from a self-initialized "undefined" register, which
-// -Wmaybe-uninitialized reports at every use (GCC bug 105593).
-#pragma GCC diagnostic push
-#if !defined(__clang__)   // clang has no such warning (the sanitizer builds are clang's)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "backend/cpu/avx512_intrinsics.h"
 #define LMSCOPE_H_TARGET __attribute__((target("avx512f,f16c,fma")))
 #define LMSCOPE_H_LANES 16
 #include "backend/cpu/half_matmul_x86.h"
