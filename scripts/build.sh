@@ -3,8 +3,10 @@
 #
 #   scripts/build.sh [CMAKE_ARGS]          everything: every tool and test, the Python module, and
 #                                          the CUDA backend when nvcc is found (scripts/test.sh)
-#   scripts/build.sh --main [CMAKE_ARGS]   only what scripts/run.sh runs: lmscope-trace,
-#                                          lmscope-diff and lmscope-step, with their libraries
+#   scripts/build.sh --main [CMAKE_ARGS]   only what scripts/run.sh's answer waits for:
+#                                          lmscope-trace with its libraries (run.sh builds
+#                                          lmscope-step, and lmscope-diff where it needs it,
+#                                          after the answer)
 #
 # LMSCOPE_CUDA (AUTO, ON or OFF) chooses the CUDA backend (-DLMSCOPE_CUDA). Everything: AUTO
 # unless set. --main: a build/ it configures first gets neither the tests nor the CUDA backend
@@ -25,7 +27,7 @@ if [ "${1:-}" = --main ]; then
     config=(-DLMSCOPE_TESTS=OFF -DLMSCOPE_CUDA="${LMSCOPE_CUDA:-OFF}")
   fi
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${config[@]}" "$@" >/dev/null
-  cmake --build build -j2 --target lmscope-trace lmscope-diff lmscope-step
+  cmake --build build -j2 --target lmscope-trace
 else
   scripts/setup.sh
   # The Python module explicitly too: its option defaults to LMSCOPE_TESTS only when build/ is
