@@ -19,7 +19,9 @@ if scripts/fetch-model.sh; then
 else
   tiny=golden/models/tiny-qwen2
   echo "note: SmolLM2 could not be fetched (see above); tracing the committed tiny model $tiny instead"
-  build/lmscope-trace --model "$tiny" --prompt "The golden fish spoke to the old man." --max-new-tokens 8 --out trace.h5
+  # Every hook ('*'): the golden holds those the default set leaves out (resid_pre, final_norm, ...).
+  build/lmscope-trace --model "$tiny" --prompt "The golden fish spoke to the old man." --max-new-tokens 8 \
+      --hooks '*' --out trace.h5
   build_rest lmscope-diff lmscope-step
   build/lmscope-diff trace.h5 golden/traces/tiny-qwen2-a.h5
   echo "trace: trace.h5 (its datasets: h5dump -H trace.h5)"
