@@ -116,17 +116,9 @@ TEST(Q8KMatmul, PortableWithinTheInt8RoundingBoundOfSgemm) {
     }
 }
 
-struct Simd {
-  const char* name;
-  bool runs;
-  cpu::Q8KOutputs outputs;
-};
-const Simd kSimd[] = {{"avx2", cpu::q8k_avx2_available(), cpu::q8k_outputs_avx2},
-                      {"avx512", cpu::q8k_avx512_available(), cpu::q8k_outputs_avx512}};
-
 TEST(Q8KMatmul, SimdKernelsMatchThePortableOneBitForBit) {
   int ran = 0;
-  for (const Simd& k : kSimd) {
+  for (const cpu::Q8KImplementation& k : cpu::q8k_simd_implementations()) {
     if (!k.runs) {
       std::printf("[ skipped ] %s: this processor does not run it\n", k.name);
       continue;
@@ -166,7 +158,7 @@ TEST(Q8KMatmul, CpuBackendRunsItForKQuantWeights) {
   const Tensor A = Tensor::from_blocks(a.q), B = Tensor::from_blocks(b.q), C = Tensor::from_blocks(c.q),
                bias = randn({45}, 4), none;
   cpu::Q8KOutputs chosen = cpu::q8k_outputs_portable;
-  for (const Simd& k : kSimd)
+  for (const cpu::Q8KImplementation& k : cpu::q8k_simd_implementations())
     if (std::string(cpu::q8k_matmul_kernel()) == k.name) chosen = k.outputs;
   for (int64_t N : kRows) {
     const Tensor x = randn({1, N, I}, N);

@@ -130,13 +130,7 @@ TEST(GgmlKQuant, DotProductsAreLlamaCppsBitForBit) {
       float portable = NAN;
       cpu::q8k_outputs_portable(&portable, row, W, nullptr, 0, 1);
       EXPECT_EQ(ggtest::bits(want), ggtest::bits(portable)) << c.what << " row " << n << ": " << want << " vs " << portable;
-      const struct {
-        const char* name;
-        bool runs;
-        cpu::Q8KOutputs outputs;
-      } simd[] = {{"avx2", cpu::q8k_avx2_available(), cpu::q8k_outputs_avx2},
-                  {"avx512", cpu::q8k_avx512_available(), cpu::q8k_outputs_avx512}};
-      for (const auto& k : simd) {
+      for (const cpu::Q8KImplementation& k : cpu::q8k_simd_implementations()) {
         if (!k.runs) continue;
         float got = NAN;
         k.outputs(&got, row, W, nullptr, 0, 1);

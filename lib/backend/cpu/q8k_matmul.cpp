@@ -111,6 +111,10 @@ void q8k_outputs_avx512(float* out, const Q8KRows& x, const QuantBlocks& W, cons
   outputs_by_chunks(q8k_slice_avx512, out, x, W, bias, o0, o1);
 }
 
+std::vector<Q8KImplementation> q8k_simd_implementations() {
+  return {{"avx2", q8k_outputs_avx2, q8k_avx2_available()}, {"avx512", q8k_outputs_avx512, q8k_avx512_available()}};
+}
+
 const char* q8k_matmul_kernel() { return chosen().name; }
 
 void q8k_matmul(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias) {

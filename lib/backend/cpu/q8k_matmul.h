@@ -54,6 +54,13 @@ void q8k_outputs_avx512(float* out, const Q8KRows& x, const QuantBlocks& W, cons
                         int64_t o1);
 bool q8k_avx2_available();     // AVX2 + FMA + F16C
 bool q8k_avx512_available();   // those + AVX-512 F, BW and VNNI
+// The SIMD implementations ("avx2", "avx512"), and whether this processor runs each.
+struct Q8KImplementation {
+  const char* name;
+  Q8KOutputs outputs;
+  bool runs;
+};
+std::vector<Q8KImplementation> q8k_simd_implementations();
 // One output of one row: W's row `w` (nb super-blocks of ggml type 12/13/14) against the row's
 // codes q, group sums bsums and scales d (what each implementation runs per output).
 using Q8KDot = float (*)(int ggml_type, const uint8_t* w, int64_t nb, const int8_t* q, const int16_t* bsums,
