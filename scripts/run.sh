@@ -6,7 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh --main   # lmscope-trace: the answer waits for nothing else
 # lmscope-step (and lmscope-diff for the tiny model), built once the answer has streamed.
-build_rest() { cmake --build build -j2 --target "$@"; }
+build_rest() {
+  echo "run: building $* (not needed for the answer above)"
+  cmake --build build -j2 --target "$@"
+}
 prompt=${LMSCOPE_PROMPT:-"What is the capital of France?"}
 model=models/SmolLM2-135M-Instruct.Q4_1.gguf
 if scripts/fetch-model.sh; then
