@@ -30,6 +30,22 @@ __attribute__((target("f16c"))) inline float load_f16c(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
+// The Q4_K/Q5_K super-block at blk: its eight 6-bit scales in bytes 0..7 and its eight mins in
+// bytes 8..15 of one vector (kernels/quant_blocks.cuh scales_mins_k4's words, formed in a
+// register: the scalar version's word shifts cost some twenty instructions per super-block and
+// its bytes go through memory). With u0, u1, u2 the three words of scales:
+//   word 0 = u0 & 0x3f..;  word 1 = (u2 & 0x0f..) | ((u0 >> 2) & 0x30..)
+//   word 2 = u1 & 0x3f..;  word 3 = ((u2 >> 4) & 0x0f..) | ((u1 >> 2) & 0x30..)
+// ((u >> 6) & 0x03.. then << 4 is (u >> 2) & 0x30..). Reads blk[0..16).
+LMSCOPE_AVX2 inline __m128i scales_mins_k4_x86(const uint8_t* blk) {
+  const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));   // d, dmin | u0 | u1 | u2
+  const __m128i low = _mm_srlv_epi32(_mm_shuffle_epi32(head, _MM_SHUFFLE(3, 2, 3, 1)), _mm_setr_epi32(0, 0, 0, 4));
+  const __m128i high = _mm_srlv_epi32(_mm_shuffle_epi32(head, _MM_SHUFFLE(2, 2, 1, 1)), _mm_setr_epi32(0, 2, 0, 2));
+  const __m128i low_mask = _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f);
+  const __m128i high_mask = _mm_setr_epi32(0, 0x30303030, 0, 0x30303030);
+  return _mm_or_si128(_mm_and_si128(low, low_mask), _mm_and_si128(high, high_mask));
+}
+
 // Decode streams every weight matrix from memory once, and one core's hardware prefetcher
 // alone keeps too few lines in flight: a 2-core AMD EPYC read a Q4_K matrix of 45 MB at 7.4 GB/s
 // in q8 mode, against 10.1 GB/s when it sat in L3. So each kernel calls prefetch_ahead<Step>

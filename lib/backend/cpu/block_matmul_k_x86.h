@@ -93,23 +93,23 @@ LMSCOPE_K_TARGET inline vf dot(const vf* q, const float* x) {
   return s;
 }
 
-// 8 integers `codes` (unsigned bytes, or signed with Signed) times `scale`: each
-// scale * float(code), the products quant::chunk_scales_k4 and dequant_q6_k form one by one.
+// The 8 integers in the low bytes of `codes` (unsigned, or signed with Signed) times `scale`:
+// each scale * float(code), the products quant::chunk_scales_k4 and dequant_q6_k form one by one.
 template <bool Signed>
-LMSCOPE_K_TARGET inline __m256 block_scales(const void* codes, float scale) {
-  const __m128i b = _mm_loadl_epi64(static_cast<const __m128i*>(codes));
-  const __m256i i = Signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+LMSCOPE_K_TARGET inline __m256 block_scales(__m128i codes, float scale) {
+  const __m256i i = Signed ? _mm256_cvtepi8_epi32(codes) : _mm256_cvtepu8_epi32(codes);
   return _mm256_mul_ps(_mm256_set1_ps(scale), _mm256_cvtepi32_ps(i));
 }
+LMSCOPE_K_TARGET inline __m128i load8(const uint8_t* p) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)); }
 
 // Q4_K / Q5_K super-block into the N rows' accumulators; mins[n] gathers sum_j dmin*m_j*xs_j.
 template <BlockType T, int N>
 LMSCOPE_K_TARGET inline void k4_block(const uint8_t* blk, const float* xb, const float* xs, int64_t I, int64_t nb32,
                                       vf* acc0, vf* acc1, __m256* mins) {
   constexpr int V = 32 / kLanes;   // vectors per sub-block
-  uint8_t sm[16];                  // the eight 6-bit scales, then the eight mins
-  quant::scales_mins_k4(blk + 4, sm);
-  const __m256 dsc = block_scales<false>(sm, load_f16c(blk)), dmn = block_scales<false>(sm + 8, load_f16c(blk + 2));
+  const __m128i sm = scales_mins_k4_x86(blk);   // the eight 6-bit scales, then the eight mins
+  const __m256 dsc = block_scales<false>(sm, load_f16c(blk)),
+               dmn = block_scales<false>(_mm_unpackhi_epi64(sm, sm), load_f16c(blk + 2));
   const uint8_t* qh = blk + 16;
   const uint8_t* qs = blk + (T == BlockType::Q5_K ? 48 : 16);
   const vi low4 = iset(0x0F), one = iset(1);
@@ -161,7 +161,7 @@ template <int N>
 LMSCOPE_K_TARGET inline void q6k_block(const uint8_t* blk, const float* xb, int64_t I, vf* acc0, vf* acc1) {
   constexpr int V = 16 / kLanes;   // vectors per 16 weights (one scale)
   const float d = load_f16c(blk + 208);
-  const __m256 ds[2] = {block_scales<true>(blk + 192, d), block_scales<true>(blk + 200, d)};   // d * sc[g], g = 0..15
+  const __m256 ds[2] = {block_scales<true>(load8(blk + 192), d), block_scales<true>(load8(blk + 200), d)};   // d * sc[g], g = 0..15
   alignas(32) int8_t codes[128];   // one half: codes[32k + l] = q - 32 of its element 32k + l
   for (int half = 0; half < 2; ++half) {
     q6k_half_codes(blk, half, codes);
