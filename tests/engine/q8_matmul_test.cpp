@@ -159,6 +159,21 @@ TEST(Q8Quantize, EdgeCases) {
   EXPECT_EQ(r.q[97], 127);
 }
 
+// round_half_even's host form (llama.cpp's nearest_int, an addition of 1.5 * 2^23) against
+// std::nearbyint in the default rounding mode: every quarter in [-130, 130] (the ties, and the
+// codes' whole range), the neighbours of each tie, and random values up to 2^21.
+TEST(Q8Quantize, RoundHalfEvenIsNearbyint) {
+  std::vector<float> v;
+  for (int k = -520; k <= 520; ++k) {
+    const float q = 0.25f * float(k);
+    v.insert(v.end(), {q, std::nextafter(q, -1e9f), std::nextafter(q, 1e9f)});
+  }
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> wide(-2097152.0f, 2097152.0f);
+  for (int i = 0; i < 10000; ++i) v.push_back(wide(rng));
+  for (float x : v) ASSERT_EQ(q8::round_half_even(x), int(std::nearbyint(x))) << x;
+}
+
 TEST(Q8Matmul, PortableWithinTheInt8RoundingBoundOfSgemm) {
   for (BlockType type : {BlockType::Q8_0, BlockType::Q4_1})
     for (int64_t nb : {1, 3, 5, 49}) {
