@@ -20,6 +20,7 @@
 #error "define LMSCOPE_Q8K_TARGET and LMSCOPE_Q8K_WIDE before including q8k_matmul_x86.h"
 #endif
 #include <cstdint>
+#include <vector>
 
 #include "backend/cpu/avx2.h"   // hsum (ggml's hsum_float_8 order), load_f16c, prefetch_ahead
 #include "backend/cpu/q8k_matmul.h"
@@ -90,7 +91,22 @@ struct RowsK {
   const int8_t* q[kQ8KRows];
   const int16_t* bsums[kQ8KRows];
   const float* d[kQ8KRows];
+  // Q4_K/Q5_K: each sub-block's sum of 32 codes, bsums[2k] + bsums[2k + 1] (8 a super-block),
+  // formed once per slice: llama.cpp adds the pairs with a vphaddw per super-block and weight
+  // row; the same int16 sums, once for all of a slice's rows.
+  const int16_t* pair_sums[kQ8KRows];
 };
+
+// x's pair_sums for `rows` rows of nb super-blocks, into the calling thread's buffer.
+void form_pair_sums(RowsK& x, int rows, int64_t nb) {
+  thread_local std::vector<int16_t> sums;
+  sums.resize(size_t(rows * nb * 8));
+  for (int r = 0; r < rows; ++r) {
+    int16_t* out = sums.data() + r * nb * 8;
+    for (int64_t k = 0; k < nb * 8; ++k) out[k] = int16_t(x.bsums[r][2 * k] + x.bsums[r][2 * k + 1]);
+    x.pair_sums[r] = out;
+  }
+}
 
 // Super-block i's integer sums for Q4_K / Q5_K (scales: its eight 6-bit scales): lane k of
 // sumi[r] = sum over the sub-blocks s of scale_s * (the products of s's elements 4k..4k+3).
@@ -155,8 +171,7 @@ LMSCOPE_Q8K_TARGET __attribute__((always_inline)) inline void dot_k4(const uint8
     const __m128i mins16 = _mm_unpackhi_epi8(sm, _mm_setzero_si128());
     for (int r = 0; r < R; ++r) {
       const float dmin = -x.d[r][i] * wmin;
-      const __m256i q8sums = load256(x.bsums[r] + i * 16);
-      const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(q8sums), _mm256_extracti128_si256(q8sums, 1));
+      const __m128i q8s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.pair_sums[r] + i * 8));
       const __m128i prod = _mm_madd_epi16(mins16, q8s);
       if (Q5) {
         __m128i h = _mm_add_epi32(prod, _mm_unpackhi_epi64(prod, prod));
@@ -185,9 +200,10 @@ LMSCOPE_Q8K_TARGET __attribute__((always_inline)) inline void dot_k4(const uint8
 // Super-block i's integer sums for Q6_K (codes 0..63, the offset of 32 taken off by the caller):
 // lane k of sumi[r] = sum over the groups g of 16 of sc[g] * (the products of g's elements at
 // 4k..4k+3 of its 32-byte vector).
+// scales16: the 16 scales as 16-bit integers.
 template <int R>
-LMSCOPE_Q8K_TARGET inline void q6k_sums(const uint8_t* blk, const RowsK& x, int64_t i, __m256i* sumi) {
-  const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+LMSCOPE_Q8K_TARGET inline void q6k_sums(const uint8_t* blk, __m256i scales16, const RowsK& x, int64_t i,
+                                        __m256i* sumi) {
 #if LMSCOPE_Q8K_WIDE
   // Per half j: codes of groups 0 and 1 in one vector (ql[64j..64j+63]'s low nibbles), 2 and 3
   // in another (their high nibbles); the two high bits from qh[32j..] in both halves, shifted
@@ -197,7 +213,8 @@ LMSCOPE_Q8K_TARGET inline void q6k_sums(const uint8_t* blk, const RowsK& x, int6
   for (int r = 0; r < R; ++r) wide[r] = _mm512_setzero_si512();
   for (int j = 0; j < 2; ++j) {
     const __m512i b = load512(blk + 64 * j), h = both_halves(blk + 128 + 32 * j);
-    const __m512i sc8 = _mm512_broadcast_i32x4(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8 * j))));
+    const __m512i sc16 = _mm512_castsi256_si512(scales16);   // half j's eight scales in every 128-bit lane
+    const __m512i sc8 = _mm512_shuffle_i32x4(sc16, sc16, j == 0 ? 0x00 : 0x55);
     const __m512i c01 = _mm512_or_si512(_mm512_and_si512(b, m15), _mm512_and_si512(_mm512_sllv_epi16(h, counts(4, 2)), m48));
     const __m512i c23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b, 4), m15),
                                         _mm512_and_si512(_mm512_srlv_epi16(h, counts(0, 2)), m48));
@@ -211,7 +228,6 @@ LMSCOPE_Q8K_TARGET inline void q6k_sums(const uint8_t* blk, const RowsK& x, int6
   for (int r = 0; r < R; ++r) sumi[r] = fold(wide[r]);
 #else
   const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi8(15);
-  const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
   // Each half's eight scales as 16-bit integers in both 128-bit lanes, for splat16.
   const __m256i half_scales[2] = {_mm256_permute2x128_si256(scales16, scales16, 0x00),
                                   _mm256_permute2x128_si256(scales16, scales16, 0x11)};
@@ -245,7 +261,7 @@ LMSCOPE_Q8K_TARGET __attribute__((always_inline)) inline void dot_q6k(const uint
     const float wd = load_f16c(blk + 208);
     const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
     __m256i sumi[R];
-    q6k_sums<R>(blk, x, i, sumi);
+    q6k_sums<R>(blk, scales16, x, i, sumi);
     for (int r = 0; r < R; ++r) {
       const __m256i q8sclsub = _mm256_slli_epi32(_mm256_madd_epi16(load256(x.bsums[r] + i * 16), scales16), 5);
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(x.d[r][i] * wd), _mm256_cvtepi32_ps(_mm256_sub_epi32(sumi[r], q8sclsub)),
@@ -283,7 +299,8 @@ LMSCOPE_Q8K_TARGET void outputs_rows(const Q8KSlice& s, const RowsK& x) {
 
 // One output of one row (Q8KDot).
 float x86_dot(int ggml_type, const uint8_t* w, int64_t nb, const int8_t* q, const int16_t* bsums, const float* d) {
-  const RowsK x{{q}, {bsums}, {d}};
+  RowsK x{{q}, {bsums}, {d}, {}};
+  if (ggml_type != 14) form_pair_sums(x, 1, nb);
   float out;
   dot_rows<1>(ggml_type, w, nb, x, &out);
   return out;
@@ -294,6 +311,7 @@ void x86_slice(const Q8KSlice& s, const int8_t* const* q, const int16_t* const* 
                int rows) {
   RowsK x{};
   for (int r = 0; r < rows; ++r) x.q[r] = q[r], x.bsums[r] = bsums[r], x.d[r] = d[r];
+  if (s.ggml_type != 14) form_pair_sums(x, rows, s.nb);
   static_assert(kQ8KRows == 8, "outputs_rows instances 1..8");
   switch (rows) {
     case 1: return outputs_rows<1>(s, x);
