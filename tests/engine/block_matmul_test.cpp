@@ -4,8 +4,8 @@
 // super-blocks of 256), 1 to 8 rows, output counts that do not divide
 // between the threads, with and without bias; the AVX-512, AVX2 and portable implementations
 // each (the SIMD ones also against the portable one, their reference); a row's result the same
-// in any batch; which one block_matmul runs; and CpuBackend::linear choosing it only when it
-// should.
+// in any batch; which one block_matmul runs; CpuBackend::linear choosing it only when it
+// should; and the x86 kernels' vector decoding of the Q4_K/Q5_K scales.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,8 +17,10 @@
 #include <tuple>
 #include <vector>
 
+#include "backend/cpu/avx2.h"
 #include "backend/cpu/block_matmul.h"
 #include "backend/cpu/cpu_backend.h"
+#include "kernels/quant_blocks.cuh"
 #include "random_blocks.h"
 
 using namespace lmscope;
@@ -188,3 +190,32 @@ TEST(BlockMatmul, LinearGroupEqualsLinearForEachJob) {
     EXPECT_EQ(0, std::memcmp(gb.f32(), lb.f32(), size_t(N * 17) * 4)) << "N=" << N;
   }
 }
+
+#if defined(__x86_64__)
+namespace {
+LMSCOPE_AVX2 void x86_scales_mins(const uint8_t* blk, uint8_t* out) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), cpu::scales_mins_k4_x86(blk));
+}
+}  // namespace
+
+// scales_mins_k4_x86 (the q8 and exact K-quant kernels' decoding of a super-block's eight
+// 6-bit scales and mins) against ggml's get_scale_min_k4, one scale at a time
+// (quant::scale_min_k4), on random bytes and on all-zero and all-one scale bytes.
+TEST(BlockMatmul, VectorScaleDecodingIsGetScaleMinK4) {
+  if (!cpu::cpu_has_avx2_fma_f16c()) GTEST_SKIP() << "this processor has no AVX2 + FMA + F16C";
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (int t = 0; t < 2000; ++t) {
+    uint8_t blk[16];   // d, dmin (not read), then the 12 bytes of scales
+    for (uint8_t& b : blk) b = uint8_t(t == 0 ? 0 : t == 1 ? 255 : byte(rng));
+    uint8_t got[16];
+    x86_scales_mins(blk, got);
+    for (int j = 0; j < 8; ++j) {
+      int sc, m;
+      quant::scale_min_k4(j, blk + 4, &sc, &m);
+      ASSERT_EQ(got[j], sc) << "scale " << j << ", block " << t;
+      ASSERT_EQ(got[8 + j], m) << "min " << j << ", block " << t;
+    }
+  }
+}
+#endif
