@@ -7,21 +7,14 @@
 #include <stdexcept>
 
 #include "compare/distribution.h"
+#include "io/format_number.h"
 
 namespace lmscope {
-
-namespace {
-std::string num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%g", v);
-  return b;
-}
-}  // namespace
 
 void check_temperatures(const std::vector<double>& temps) {
   if (temps.empty()) throw std::runtime_error("--kl-temperature: no temperature given");
   for (double T : temps)
-    if (!(T > 0) || !std::isfinite(T)) throw std::runtime_error("--kl-temperature: " + num(T) + " is not a positive number");
+    if (!(T > 0) || !std::isfinite(T)) throw std::runtime_error("--kl-temperature: " + fmt("%g", T) + " is not a positive number");
 }
 
 DistillReport distill(const HookData& tl, const HookData& sl, const HookData& tids, const HookData& sids,
@@ -37,8 +30,8 @@ DistillReport distill(const HookData& tl, const HookData& sl, const HookData& ti
   for (size_t i = 0; i < tids.values.size(); ++i)
     if (tids.values[i] != sids.values[i])
       throw std::runtime_error("different token ids: row " + std::to_string(int64_t(i) / tids.shape[1]) + " position " +
-                               std::to_string(int64_t(i) % tids.shape[1]) + " is " + num(sids.values[i]) +
-                               " in the student, " + num(tids.values[i]) + " in the teacher");
+                               std::to_string(int64_t(i) % tids.shape[1]) + " is " + fmt("%g", sids.values[i]) +
+                               " in the student, " + fmt("%g", tids.values[i]) + " in the teacher");
   if (tl.shape[0] != tids.shape[0] || tl.shape[1] != tids.shape[1] || sl.shape != tl.shape)
     throw std::runtime_error("logits " + shape_str(tl.shape) + " / " + shape_str(sl.shape) + " do not match the tokens " +
                              shape_str(tids.shape));
@@ -95,7 +88,7 @@ std::string distill_text(const DistillReport& r, const std::string& teacher, con
     o << line;
   }
   for (const DistillAtT& at : r.temps) {
-    o << "\nT = " << num(at.T) << ": per position (top: id:probability at T)\n";
+    o << "\nT = " << fmt("%g", at.T) << ": per position (top: id:probability at T)\n";
     for (const DistillPosition& p : at.positions) {
       std::snprintf(line, sizeof line, "  row %lld t=%-3lld KL x T^2 %-10.4g H %.3f / %.3f  ", (long long)p.row,
                     (long long)p.t, p.kl_t2, p.teacher_entropy, p.student_entropy);

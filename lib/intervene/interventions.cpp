@@ -15,16 +15,9 @@
 
 namespace lmscope {
 
-namespace {
-
-// Bad input (std::invalid_argument: a tool's one line, a ValueError in Python), whether found
-// against the model or against the run.
-[[noreturn]] void fail(const InterventionSpec& s, const std::string& what) {
-  throw std::invalid_argument("intervention '" + s.text() + "': " + what);
-}
-
-std::string range_text(int64_t n) { return n == 1 ? "0" : "0-" + std::to_string(n - 1); }
-
+// Named rather than in the anonymous namespace below: Interventions::Resolved holds it, and a
+// unity build would warn about a type with linkage holding one without.
+namespace intervention_sources {
 // One hook of one layer at step 0 (the prefill) of a source trace, read by (row, position).
 struct SourceSlices {
   HookLayout layout;
@@ -36,6 +29,19 @@ struct SourceSlices {
     return values.data() + layout.offset(row, first_col[size_t(row)] + pos);
   }
 };
+}  // namespace intervention_sources
+using intervention_sources::SourceSlices;
+
+namespace {
+
+// Bad input (std::invalid_argument: a tool's one line, a ValueError in Python), whether found
+// against the model or against the run.
+[[noreturn]] void fail(const InterventionSpec& s, const std::string& what) {
+  throw std::invalid_argument("intervention '" + s.text() + "': " + what);
+}
+
+std::string range_text(int64_t n) { return n == 1 ? "0" : "0-" + std::to_string(n - 1); }
+
 
 // A source trace (or a run held in memory): opened once per spec, checked to be of this model.
 struct SourceTrace {

@@ -11,18 +11,33 @@
 #include "io/mapped_file.h"
 
 namespace lmscope {
-namespace {
-
-using nlohmann::json;
-
-// Every dtype the safetensors format defines with a whole-byte element size. All are
-// size-checked so the layout is validated even for tensors lmscope will not compute with.
+// The header's records, named rather than in the anonymous namespace below: SafetensorsFile::Impl
+// holds them, and a unity build would warn about a type with linkage holding one without.
+namespace safetensors_header {
+// A dtype the safetensors format defines with a whole-byte element size.
 struct StDtype {
   const char* name;
   size_t size;
   bool supported;
   DType dtype;
 };
+// One tensor's record.
+struct Entry {
+  std::string dtype_str;
+  const StDtype* dt = nullptr;
+  Shape shape;
+  uint64_t begin = 0, end = 0;
+};
+}  // namespace safetensors_header
+using safetensors_header::Entry;
+using safetensors_header::StDtype;
+
+namespace {
+
+using nlohmann::json;
+
+// Every dtype the safetensors format defines with a whole-byte element size. All are
+// size-checked so the layout is validated even for tensors lmscope will not compute with.
 constexpr StDtype kDtypes[] = {
     {"F32", 4, true, DType::F32},      {"F16", 2, true, DType::F16},
     {"BF16", 2, true, DType::BF16},    {"F64", 8, false, DType::F32},
@@ -44,13 +59,6 @@ const StDtype* find_dtype(const std::string& s) {
 std::string unsupported_dtype(const std::string& dtype) {
   return "dtype '" + dtype + "' is not supported (F32, F16, BF16)";
 }
-
-struct Entry {
-  std::string dtype_str;
-  const StDtype* dt = nullptr;
-  Shape shape;
-  uint64_t begin = 0, end = 0;
-};
 
 // A non-negative JSON integer, or a one-line complaint naming `what`.
 uint64_t get_uint(const std::string& path, const json& v, const std::string& what) {
