@@ -7,7 +7,11 @@
 
 // (d * q) + m must round twice, as gguf-py computes it (kernels/quant_blocks.cuh mul_add):
 // no fused multiply-add in this file, whatever the target.
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#else
 #pragma GCC optimize("fp-contract=off")
+#endif
 
 namespace lmscope {
 
