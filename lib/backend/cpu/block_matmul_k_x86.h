@@ -161,7 +161,8 @@ template <int N>
 LMSCOPE_K_TARGET inline void q6k_block(const uint8_t* blk, const float* xb, int64_t I, vf* acc0, vf* acc1) {
   constexpr int V = 16 / kLanes;   // vectors per 16 weights (one scale)
   const float d = load_f16c(blk + 208);
-  const __m256 ds[2] = {block_scales<true>(load8(blk + 192), d), block_scales<true>(load8(blk + 200), d)};   // d * sc[g], g = 0..15
+  // d * sc[g], g = 0..15
+  const __m256 ds[2] = {block_scales<true>(load8(blk + 192), d), block_scales<true>(load8(blk + 200), d)};
   alignas(32) int8_t codes[128];   // one half: codes[32k + l] = q - 32 of its element 32k + l
   for (int half = 0; half < 2; ++half) {
     q6k_half_codes(blk, half, codes);

@@ -156,7 +156,8 @@ LMSCOPE_Q8K_TARGET inline void k4_sums(const uint8_t* blk, __m128i scales, const
 
 // Q4_K (Q5 false) or Q5_K (Q5 true).
 template <bool Q5, int R>
-LMSCOPE_Q8K_TARGET __attribute__((always_inline)) inline void dot_k4(const uint8_t* w, int64_t nb, const RowsK& x, float* out) {
+LMSCOPE_Q8K_TARGET __attribute__((always_inline)) inline void dot_k4(const uint8_t* w, int64_t nb, const RowsK& x,
+                                                                    float* out) {
   constexpr int64_t bytes = Q5 ? 176 : 144;
   __m256 acc[R];
   __m128 acc_m[R];
@@ -252,7 +253,8 @@ LMSCOPE_Q8K_TARGET inline void q6k_sums(const uint8_t* blk, __m256i scales16, co
 }
 
 template <int R>
-LMSCOPE_Q8K_TARGET __attribute__((always_inline)) inline void dot_q6k(const uint8_t* w, int64_t nb, const RowsK& x, float* out) {
+LMSCOPE_Q8K_TARGET __attribute__((always_inline)) inline void dot_q6k(const uint8_t* w, int64_t nb, const RowsK& x,
+                                                                     float* out) {
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
@@ -283,7 +285,8 @@ LMSCOPE_Q8K_TARGET void dot_rows(int ggml_type, const uint8_t* w, int64_t nb, co
 // a decode row of 1536 inputs is only six super-blocks, and a call per output (its constants
 // reloaded, its last sums waited for at the return) cost some 8% of q8 decode.
 template <int R, class Dot>
-LMSCOPE_Q8K_TARGET __attribute__((always_inline)) inline void outputs_of(const Q8KSlice& s, const RowsK& x, Dot dot) {
+LMSCOPE_Q8K_TARGET __attribute__((always_inline)) inline void outputs_of(const Q8KSlice& s, const RowsK& x,
+                                                                        Dot dot) {
   for (int64_t o = s.o0; o < s.o1; ++o) {
     float got[R];
     dot(s.w + o * s.row_bytes, s.nb, x, got);
