@@ -53,7 +53,8 @@ LMSCOPE_HD float fused(float a, float b, float c) {
 // use here is a code, |v| <= 127.5). On the host by llama.cpp's nearest_int (ggml-quants.c):
 // adding 1.5 * 2^23 leaves the rounded integer in the low mantissa bits, the float addition
 // itself rounding to nearest even. It is std::nearbyint's value in that range, and a loop of it
-// vectorizes: nearbyint was a library call per code, some 3% of q8 decode.
+// vectorizes, where std::nearbyint is a library call per code (docs/benchmarks.md, "The q8
+// K-quant kernel at the memory roofline").
 LMSCOPE_HD int round_half_even(float v) {
 #if LMSCOPE_DEVICE_CODE
   return __float2int_rn(v);

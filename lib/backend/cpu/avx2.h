@@ -52,11 +52,11 @@ LMSCOPE_AVX2 inline __m128i scales_mins_k4_x86(const uint8_t* blk) {
 // for every Step bytes of weights it reads (a slice's rows are contiguous: one stream), which
 // asks for the lines kPrefetchAhead bytes further on. Calls spaced at most 64 bytes apart touch
 // every line of the stream; a Step over 64 asks for one line per 64 bytes. The distance, for
-// 1.5B Q4_K_M decode (docs/benchmarks.md): on an AVX2-only EPYC 1024 to 4096 bytes were alike
-// within its noise; on an AVX-512 one (Zen 5), whose core reads faster, 4096 was ahead of 2048
-// (exact 16.5 -> 17.9 tok/s at one thread, q8 23.6 -> 26.6), and once the q8 kernel had become
-// faster 8192 was ahead of 4096 in q8 (28.8 -> 31.1 tok/s, medians of 3; 16384: 30.6) and
-// alike in exact mode and on SmolLM2. Prefetches change no arithmetic.
+// 1.5B Q4_K_M decode (docs/benchmarks.md, "Prefetching the weight stream"): on an AVX2-only
+// EPYC 1024 to 4096 bytes are alike within its noise; on an AVX-512 one (Zen 5), whose core
+// reads faster, the q8 kernel decodes at 28.8 tok/s with 4096, 31.1 with 8192 and 30.6 with
+// 16384 (one thread, medians of 3), and exact mode and SmolLM2 are alike at 4096 and 8192.
+// Prefetches change no arithmetic.
 // (Addresses as integers: past the matrix's end they are only hints, never pointers.)
 constexpr uintptr_t kPrefetchAhead = 8192;
 inline void prefetch_lines(uintptr_t address, int lines) {
