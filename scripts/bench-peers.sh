@@ -6,8 +6,14 @@
 # engine on every test before the next round starts, so a slow spell of a shared machine hits
 # all of them alike. Reports the median over rounds and the ratios.
 #
-#   scripts/bench-peers.sh [--model FILE.gguf] [ROUNDS]   (default: SmolLM2-135M-Instruct Q4_1, 3 rounds)
+#   scripts/bench-peers.sh [--avx2] [--model FILE.gguf] [ROUNDS]   (default: SmolLM2-135M-Instruct Q4_1, 3 rounds)
 #   THREADS="1 2" TESTS="pp128 pp512 pp2048 tg128" scripts/bench-peers.sh
+#
+# --avx2: every engine on its AVX2 code, whatever the processor has: lmscope with
+# LMSCOPE_CPU_KERNEL=avx2 (and OpenBLAS with OPENBLAS_CORETYPE=Haswell, PyTorch with
+# ATEN_CPU_CAPABILITY=avx2), llama.cpp built for AVX2 + FMA + F16C without AVX-512
+# (scripts/build-llamacpp.sh --avx2). The instructions of an AVX2-only processor, on this
+# processor's cores and memory: the code paths compare, the machines do not.
 #
 # ppN: prefill of N prompt tokens (tokens/s); tg128: 128 tokens decoded one at a time after a
 # 1-token prompt (llama-bench's tg128 starts from an empty context too). HF runs pp128 and
@@ -18,6 +24,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 default_model=models/SmolLM2-135M-Instruct.Q4_1.gguf
 model=$default_model
+avx2=0
+if [ "${1:-}" = --avx2 ]; then avx2=1; shift; fi
 if [ "${1:-}" = --model ]; then
   [ $# -ge 2 ] || { echo "bench-peers: --model needs a .gguf file" >&2; exit 2; }
   model=$2; shift 2
@@ -34,14 +42,23 @@ if [ "$model" = "$default_model" ]; then
   scripts/fetch-model.sh >/dev/null || fail "cannot fetch $model (scripts/fetch-model.sh)"
 fi
 [ -f "$model" ] || fail "$model: no such file"
-llama_dir=$(scripts/build-llamacpp.sh) || fail "cannot build llama.cpp (scripts/build-llamacpp.sh)"
-llama_bench="$llama_dir/build/bin/llama-bench"
+if [ $avx2 = 1 ]; then
+  llama_dir=$(scripts/build-llamacpp.sh --avx2) || fail "cannot build llama.cpp (scripts/build-llamacpp.sh --avx2)"
+  llama_bench="$llama_dir/build-avx2/bin/llama-bench"
+  # lmscope's kernels, OpenBLAS's sgemm (exact prefill) and PyTorch's (HF) on their AVX2 code
+  export LMSCOPE_CPU_KERNEL=avx2 OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2
+else
+  llama_dir=$(scripts/build-llamacpp.sh) || fail "cannot build llama.cpp (scripts/build-llamacpp.sh)"
+  llama_bench="$llama_dir/build/bin/llama-bench"
+fi
 hf=0
 if [ "$model" != "$default_model" ]; then echo "bench-peers: HF runs SmolLM2's shapes only: skipped for $model"
 elif "$py" -c "import torch, transformers" 2>/dev/null; then hf=1; else echo "bench-peers: no torch at $py: HF skipped"; fi
 rm -rf "$out" && mkdir -p "$out"
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p)
-echo "bench-peers: $(date -u +%Y-%m-%d), $model, $cpu, $(nproc) cores, $rounds rounds, threads: $threads, tests: $tests"
+code="native code"
+if [ $avx2 = 1 ]; then code="AVX2 code only (LMSCOPE_CPU_KERNEL=avx2, llama.cpp without AVX-512)"; fi
+echo "bench-peers: $(date -u +%Y-%m-%d), $model, $cpu, $(nproc) cores, $code, $rounds rounds, threads: $threads, tests: $tests"
 
 # prompt length and decode steps of a test, for lmscope-bench and bench_hf.py
 shape() {

@@ -6,8 +6,20 @@
 # applies: index, proxy, certificates) and its sha256 is checked. Builds llama-bench, llama-quantize
 # (the K-quant files of the tests and benchmarks) and the shared libllama that the sdist's own Python package (llama_cpp/, ctypes) loads through
 # LLAMA_CPP_LIB_PATH (scripts/llamacpp_logits.py). Idempotent: an existing build is reused.
-# Prints the build directory on stdout; progress goes to stderr; a failure is one line.
+# Prints the directory (sources in src/, the build in build/) on stdout; progress goes to
+# stderr; a failure is one line.
+#
+#   scripts/build-llamacpp.sh           the native build (-DGGML_NATIVE=ON), in build/
+#   scripts/build-llamacpp.sh --avx2    also llama-bench for AVX2 + FMA + F16C only, no AVX-512,
+#                                       in build-avx2/: the peer of LMSCOPE_CPU_KERNEL=avx2 on a
+#                                       processor that has AVX-512 (scripts/bench-peers.sh --avx2)
 set -uo pipefail
+avx2=0
+case "${1:-}" in
+  "") ;;
+  --avx2) avx2=1 ;;
+  *) echo "build-llamacpp: unknown argument '$1' (none, or --avx2)" >&2; exit 2 ;;
+esac
 version=0.3.36
 sha256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 cache="${LMSCOPE_CACHE:-$HOME/.cache/lmscope}"
@@ -15,7 +27,23 @@ dir="$cache/llama-cpp-python-$version"
 sdist="$cache/sdist/llama_cpp_python-$version.tar.gz"
 fail() { echo "build-llamacpp: $*" >&2; exit 1; }
 
-if [ -x "$dir/build/bin/llama-bench" ] && [ -x "$dir/build/bin/llama-quantize" ] && [ -d "$dir/src/llama_cpp" ]; then echo "$dir"; exit 0; fi
+# The AVX2-only llama-bench, from the sources the native build unpacked.
+build_avx2() {
+  [ -x "$dir/build-avx2/bin/llama-bench" ] && return 0
+  echo "build-llamacpp: building llama-bench for AVX2 only (no AVX-512, -j2) in $dir/build-avx2" >&2
+  cmake -S "$dir/src/vendor/llama.cpp" -B "$dir/build-avx2" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF \
+        -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF \
+        -DGGML_AVX_VNNI=OFF -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_TESTS=OFF \
+        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=OFF \
+        >"$dir/cmake-avx2.log" 2>&1 || fail "cmake configure (AVX2) failed ($dir/cmake-avx2.log)"
+  cmake --build "$dir/build-avx2" -j2 --target llama-bench >"$dir/build-avx2.log" 2>&1 ||
+    fail "AVX2 build failed ($dir/build-avx2.log)"
+}
+
+if [ -x "$dir/build/bin/llama-bench" ] && [ -x "$dir/build/bin/llama-quantize" ] && [ -d "$dir/src/llama_cpp" ]; then
+  if [ $avx2 = 1 ]; then build_avx2; fi
+  echo "$dir"; exit 0
+fi
 command -v cmake >/dev/null || fail "cmake is not installed (scripts/setup.sh installs it)"
 if [ ! -f "$sdist" ]; then
   echo "build-llamacpp: pip download llama-cpp-python==$version (sdist, about 77 MB)" >&2
@@ -38,4 +66,5 @@ cmake -S "$dir/src/vendor/llama.cpp" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release 
       -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON \
       -DLLAMA_BUILD_SERVER=OFF >"$dir/cmake.log" 2>&1 || fail "cmake configure failed ($dir/cmake.log)"
 cmake --build "$dir/build" -j2 --target llama-bench llama llama-quantize >"$dir/build.log" 2>&1 || fail "build failed ($dir/build.log)"
+if [ $avx2 = 1 ]; then build_avx2; fi
 echo "$dir"
