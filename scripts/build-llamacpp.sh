@@ -27,14 +27,16 @@ dir="$cache/llama-cpp-python-$version"
 sdist="$cache/sdist/llama_cpp_python-$version.tar.gz"
 fail() { echo "build-llamacpp: $*" >&2; exit 1; }
 
+# What both builds are: shared libraries, the tools, nothing else.
+common=(-DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_TESTS=OFF
+        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=OFF)
+
 # The AVX2-only llama-bench, from the sources the native build unpacked.
 build_avx2() {
   [ -x "$dir/build-avx2/bin/llama-bench" ] && return 0
   echo "build-llamacpp: building llama-bench for AVX2 only (no AVX-512, -j2) in $dir/build-avx2" >&2
-  cmake -S "$dir/src/vendor/llama.cpp" -B "$dir/build-avx2" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF \
-        -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF \
-        -DGGML_AVX_VNNI=OFF -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_TESTS=OFF \
-        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=OFF \
+  cmake -S "$dir/src/vendor/llama.cpp" -B "$dir/build-avx2" "${common[@]}" -DGGML_NATIVE=OFF -DGGML_AVX=ON \
+        -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AVX_VNNI=OFF \
         >"$dir/cmake-avx2.log" 2>&1 || fail "cmake configure (AVX2) failed ($dir/cmake-avx2.log)"
   cmake --build "$dir/build-avx2" -j2 --target llama-bench >"$dir/build-avx2.log" 2>&1 ||
     fail "AVX2 build failed ($dir/build-avx2.log)"
@@ -62,9 +64,8 @@ rm -rf "$dir/src.tmp" && mkdir -p "$dir/src.tmp"
 tar -xzf "$sdist" -C "$dir/src.tmp" || fail "cannot unpack $sdist"
 rm -rf "$dir/src" && mv "$dir/src.tmp/llama_cpp_python-$version" "$dir/src" && rm -rf "$dir/src.tmp"
 echo "build-llamacpp: building llama-bench, llama-quantize and libllama (CPU, native, -j2) in $dir/build" >&2
-cmake -S "$dir/src/vendor/llama.cpp" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
-      -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON \
-      -DLLAMA_BUILD_SERVER=OFF >"$dir/cmake.log" 2>&1 || fail "cmake configure failed ($dir/cmake.log)"
+cmake -S "$dir/src/vendor/llama.cpp" -B "$dir/build" "${common[@]}" -DGGML_NATIVE=ON \
+      >"$dir/cmake.log" 2>&1 || fail "cmake configure failed ($dir/cmake.log)"
 cmake --build "$dir/build" -j2 --target llama-bench llama llama-quantize >"$dir/build.log" 2>&1 || fail "build failed ($dir/build.log)"
 if [ $avx2 = 1 ]; then build_avx2; fi
 echo "$dir"
