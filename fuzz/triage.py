@@ -1,44 +1,93 @@
 #!/usr/bin/env python3
 """Says whose bug a fuzzer finding is: lmscope's, or libhdf5's own.
 
-    fuzz/triage.py REPORT...      one line per report: "<report>: lmscope|libhdf5: <what>"
+    fuzz/triage.py REPORT...      one line per report: "<report>: lmscope|libhdf5|none: <what>"
                                   exit 1 when any report is lmscope's (or cannot be read)
 
-A report is the output of re-running a reproducer (scripts/fuzz.sh does it). The first stack
-of the report is walked from the top, past the sanitizer's and libFuzzer's own frames (the
-allocator, memcpy's interceptor, the timeout's signal handler); the first frame left says
-where the bad access, the hang or the allocation happened. When that frame is in Debian's
-libhdf5 (libhdf5_serial.so), the finding is libhdf5's: a damaged file drives its parser
-into the fault (docs/trace-format.md, "Traces from an untrusted source"). Anywhere else it
-is lmscope's, and the script fails. A leak report is libhdf5's only when every leaked block
-was allocated by libhdf5 itself. A report with no stack (an RSS limit) counts as lmscope's.
+A report is what the sanitizers wrote while fuzzing: scripts/fuzz.sh points their log_path at
+build-asan/findings/<target>/report, so each fuzzing process leaves report.<pid> with whatever
+ended it, with the stack as it was then: an AddressSanitizer or UBSan report, a leak, or
+libFuzzer's stack at a timeout (fuzzer::Fuzzer::AlarmCallback), at an allocation over the
+limit (fuzzer::Fuzzer::HandleMalloc) or at a signal (fuzzer::Fuzzer::CrashCallback). A
+reproducer re-run by hand (build-asan/fuzz_trace FILE 2> X.report) prints the same to stderr.
+Judging the report written at the time, not a re-run, matters for fuzz_trace: libhdf5 keeps
+state from one input to the next, and some of its crashes do not come back alone.
+
+The first stack of the finding is walked from the top, past the sanitizer's and libFuzzer's
+own frames; the first frame left says where the bad access, the hang or the allocation
+happened. When that frame is in Debian's libhdf5 (libhdf5_serial.so), the finding is
+libhdf5's: a damaged file drives its parser into the fault (docs/trace-format.md, "Traces
+from an untrusted source"). Anywhere else it is lmscope's, and the script fails. A leak report
+is libhdf5's only when every leaked block was allocated by libhdf5 itself. An out-of-memory
+over the RSS limit has no allocating stack and counts as lmscope's. A process that printed
+only warnings (an allocation ASan refused and libhdf5 handled) is "none".
+
+The sanitizer's own frames: the runtime and libFuzzer are linked into the fuzz target and
+carry no source line (lmscope is compiled with -g, so its frames name a source file), and the
+C library's. A libhdf5 call of strdup or memcpy is reported inside ASan's interceptor of that
+function, in the target: walking past every frame of the target without a source line reaches
+the caller, whichever C function was intercepted.
 """
+import os
 import re
 import sys
 
-FRAME = re.compile(r"^\s*#(\d+) 0x[0-9a-f]+(?: in (.*?))? \(?([^()\s]*\.so[^()\s]*|[^()\s]+)\+0x[0-9a-f]+\)")
-FRAME_SRC = re.compile(r"^\s*#(\d+) 0x[0-9a-f]+ in (.*?) (/\S+):\d+")
-RUNTIME = re.compile(r"^(__interceptor_|__asan|__sanitizer|__ubsan|__lsan|__tsan|fuzzer::|__libc_|__GI_|"
-                     r"(malloc|calloc|realloc|free|posix_memalign|aligned_alloc|memcpy|memmove|memset|strlen|"
-                     r"abort|raise|gsignal|__restore_rt|operator new|operator delete)\b)")
-KINDS = [
+# "#3 0x7f... in H5Aexists (/lib/x86_64-linux-gnu/libhdf5_serial.so.103+0x5c350)": no source
+FRAME_BIN = re.compile(r"^\s*#(\d+) 0x[0-9a-f]+(?: in (.*?))?\s+\(?([^()\s]+)\+0x[0-9a-f]+\)")
+# "#5 0x55a0... in lmscope::h5::Object::has_attr(...) const /work/main/lib/io/hdf5.cpp:243:14"
+FRAME_SRC = re.compile(r"^\s*#(\d+) 0x[0-9a-f]+ in (.*?) (\S+):\d+(?::\d+)?$")
+C_RUNTIME = re.compile(r"^(__libc_|__GI_|_start$|abort$|raise$|gsignal$|__restore_rt$)")
+# glibc's own frames name its build tree: "string/../sysdeps/x86_64/multiarch/memset-....S:235"
+C_SOURCE = re.compile(r"^(\w+/)?(\.\./)*(sysdeps|csu)/")
+HEADERS = [   # a sanitizer's report says what it is in its header
     (re.compile(r"SUMMARY: AddressSanitizer: ([\w-]+)"), None),
     (re.compile(r"runtime error: (.*)"), "undefined behaviour"),
-    (re.compile(r"ERROR: libFuzzer: (timeout|out-of-memory|deadly signal)"), None),
     (re.compile(r"ERROR: LeakSanitizer"), "leak"),
+    (re.compile(r"ERROR: libFuzzer: (timeout|out-of-memory|deadly signal)"), None),   # on stderr
 ]
+LIBFUZZER_FRAMES = {   # libFuzzer's own reports go to stderr; in the log, its frame says what
+    "fuzzer::Fuzzer::AlarmCallback()": "timeout",
+    "fuzzer::Fuzzer::HandleMalloc(unsigned long)": "out-of-memory",
+    "fuzzer::Fuzzer::CrashCallback()": "deadly signal",
+}
+RSS_PROFILE = "Live Heap Allocations"   # libFuzzer's memory profile at the RSS limit
 
 
-def frames(lines):
-    """The stacks of a report: lists of (function, module-or-file)."""
+class Frame:
+    def __init__(self, function, where, has_source):
+        self.function, self.where, self.has_source = function, where, has_source
+
+    def is_runtime(self):
+        """The sanitizer, libFuzzer or the C library, not the code under test."""
+        if (C_RUNTIME.match(self.function) or C_SOURCE.match(self.where) or "/libc.so" in self.where
+                or "libclang_rt" in self.where):
+            return True
+        # In the executable (not a shared library) without a source line: linked-in runtime.
+        return not self.has_source and ".so" not in os.path.basename(self.where)
+
+    def in_libhdf5(self):
+        return "libhdf5" in self.where
+
+    def describe(self, below):
+        """'H5C_protect (libhdf5_serial.so.103)'; an unnamed frame by the first named one under it."""
+        name = self.function or next((f"? under {f.function}" for f in below if f.function), "?")
+        return f"{name} ({self.where.rsplit('/', 1)[-1]})"
+
+
+def stacks_of(lines):
+    """The stacks of a report: lists of Frame, top first."""
     stacks, cur = [], []
     for line in lines:
-        m = FRAME_SRC.match(line) or FRAME.match(line)
-        if m:
+        m = FRAME_SRC.match(line)
+        frame = Frame(m.group(2).strip(), m.group(3), True) if m else None
+        if frame is None:
+            m = FRAME_BIN.match(line)
+            frame = Frame((m.group(2) or "").strip(), m.group(3), False) if m else None
+        if frame:
             if m.group(1) == "0" and cur:
                 stacks.append(cur)
                 cur = []
-            cur.append(((m.group(2) or "").strip(), m.group(3)))
+            cur.append(frame)
         elif cur and not line.strip():
             stacks.append(cur)
             cur = []
@@ -48,41 +97,45 @@ def frames(lines):
 
 
 def first_real(stack):
-    for fn, where in stack:
-        if RUNTIME.match(fn) or "libclang_rt" in where or "/libc.so" in where:
-            continue
-        return fn, where
-    return None
+    """The index of the first frame of the code under test, or None."""
+    return next((i for i, f in enumerate(stack) if not f.is_runtime()), None)
 
 
-def in_libhdf5(frame):
-    return frame is not None and "libhdf5" in frame[1]
-
-
-def triage(text):
-    lines = text.splitlines()
-    kind = None
-    for pattern, name in KINDS:
+def kind_of(lines, stacks):
+    """(kind, the stack that shows it), or (None, None) when the report holds no finding."""
+    for pattern, name in HEADERS:
         for line in lines:
             m = pattern.search(line)
             if m:
-                kind = name or m.group(1)
-                break
-        if kind:
-            break
+                return name or m.group(1), stacks[0] if stacks else None
+    for stack in stacks:
+        for frame in stack:
+            if frame.function in LIBFUZZER_FRAMES:
+                return LIBFUZZER_FRAMES[frame.function], stack
+    if any(RSS_PROFILE in line for line in lines):
+        return "out-of-memory over the RSS limit", None
+    return None, None
+
+
+def triage(text):
+    """(owner, what) for one report."""
+    lines = text.splitlines()
+    stacks = stacks_of(lines)
+    kind, stack = kind_of(lines, stacks)
     if kind is None:
-        return "lmscope", "no sanitizer or libFuzzer report when re-run (not reproduced)"
-    stacks = frames(lines)
-    if not stacks:
+        return "none", "no finding (warnings only)" if text.strip() else "no finding (empty)"
+    if stack is None:
         return "lmscope", f"{kind} without a stack"
     if kind == "leak":
         tops = [first_real(s) for s in stacks]
-        if all(in_libhdf5(t) for t in tops):
-            return "libhdf5", f"leak allocated inside libhdf5 ({tops[0][0] or tops[0][1]})"
+        if all(i is not None and s[i].in_libhdf5() for s, i in zip(stacks, tops)):
+            return "libhdf5", f"leak allocated inside libhdf5 ({stacks[0][tops[0]].describe(stacks[0][tops[0] + 1:])})"
         return "lmscope", "leak of lmscope's memory"
-    top = first_real(stacks[0])
-    where = f"{top[0] or '?'} ({top[1].rsplit('/', 1)[-1]})" if top else "?"
-    return ("libhdf5" if in_libhdf5(top) else "lmscope"), f"{kind} in {where}"
+    i = first_real(stack)
+    if i is None:
+        return "lmscope", f"{kind} with only the sanitizer's frames"
+    owner = "libhdf5" if stack[i].in_libhdf5() else "lmscope"
+    return owner, f"{kind} in {stack[i].describe(stack[i + 1:])}"
 
 
 def main(paths):

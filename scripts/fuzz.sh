@@ -3,7 +3,9 @@
 # build-asan/ (scripts/configure-asan.sh, shared with scripts/sanitize.sh) and runs each for
 # SECONDS (default 60) from its committed seed corpus (fuzz/corpus/<target>; fuzz/README.md).
 # A crash, a sanitizer report, a hang (-timeout), a leak or an out-of-memory is kept in
-# build-asan/findings/<target>/ with its report; the script fails when fuzz/triage.py says one of them is lmscope's (libhdf5's own are listed).
+# build-asan/findings/<target>/: its reproducer, and the sanitizers' report.<pid> written as it
+# happened; the script fails when fuzz/triage.py says one of them is lmscope's (libhdf5's own
+# are listed).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     e.g. scripts/fuzz.sh 600 fuzz_gguf
 # New inputs the fuzzer finds go to build-asan/corpus/<target> (the committed corpus is read only).
 set -euo pipefail
@@ -29,23 +31,28 @@ for t in "${targets[@]}"; do
   # fuzz_trace records full allocation stacks (libhdf5 has no frame pointers) so they match.
   asan="detect_leaks=1:allocator_may_return_null=1"
   [ "$t" = fuzz_trace ] && asan="$asan:fast_unwind_on_malloc=0"
-  export ASAN_OPTIONS="$asan" UBSAN_OPTIONS="print_stacktrace=1" \
+  # log_path: every fuzzing process writes what its sanitizers print to report.<pid>, so each
+  # finding keeps the stack it had when it happened (fuzz/triage.py judges those, not re-runs).
+  san="log_path=$PWD/$findings/report"
+  export ASAN_OPTIONS="$asan:$san" UBSAN_OPTIONS="print_stacktrace=1:$san" \
          LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan-libhdf5.supp:print_suppressions=0"
   limits=(-timeout=10 -rss_limit_mb=4096 -max_len=1048576)
   # Fork mode: a finding is saved and fuzzing goes on, so that libhdf5's own bugs (fuzz_trace)
-  # do not end the run; each finding is then re-run alone and triaged (fuzz/triage.py).
+  # do not end the run.
   "build-asan/$t" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -max_total_time="$seconds" \
       "${limits[@]}" -artifact_prefix="$findings/" "build-asan/corpus/$t" "$seeds" > "build-asan/$t.log" 2>&1 || true
   runs=$(grep -oE '^#[0-9]+' "build-asan/$t.log" | tail -1 | tr -d '#')
-  reports=()
-  for r in "$findings"/*; do
-    [ -f "$r" ] || continue
-    timeout 120 "build-asan/$t" "${limits[@]}" "$r" > "$r.report" 2>&1 || true
-    reports+=("$r.report")
-  done
-  echo "$t: ${runs:-0} inputs in ${seconds}s, ${#reports[@]} findings (log: build-asan/$t.log)"
+  shopt -s nullglob
+  reproducers=("$findings"/crash-* "$findings"/leak-* "$findings"/timeout-* "$findings"/oom-*)
+  reports=("$findings"/report.*)
+  shopt -u nullglob
+  echo "$t: ${runs:-0} inputs in ${seconds}s, ${#reproducers[@]} reproducers, ${#reports[@]} sanitizer reports (log: build-asan/$t.log)"
   if [ ${#reports[@]} -gt 0 ] && ! python3 fuzz/triage.py "${reports[@]}"; then
-    echo "$t: FINDING in lmscope (reproducers and reports in $findings/)"
+    echo "$t: FINDING in lmscope (reports and reproducers in $findings/)"
+    status=1
+  elif [ ${#reproducers[@]} -gt ${#reports[@]} ]; then
+    # Each process that saved a reproducer ended by a report; fewer reports: one was lost.
+    echo "$t: ${#reproducers[@]} reproducers but ${#reports[@]} sanitizer reports in $findings/"
     status=1
   fi
 done

@@ -1,0 +1,88 @@
+"""fuzz/triage.py on what the sanitizers wrote while fuzz_trace ran (tests/fuzz/reports/:
+report.* are the report.<pid> files scripts/fuzz.sh collects, stderr.* a reproducer re-run by
+hand), and on variants of one of them that move the faulting call into lmscope or behind
+another interceptor. Run: python3 -m pytest -q tests/fuzz (ctest: fuzz_triage)."""
+import importlib.util
+import os
+import re
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+REPORTS = os.path.join(ROOT, "tests", "fuzz", "reports")
+
+spec = importlib.util.spec_from_file_location("triage", os.path.join(ROOT, "fuzz", "triage.py"))
+triage = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(triage)
+
+
+def report(name):
+    with open(os.path.join(REPORTS, name)) as f:
+        return f.read()
+
+
+# report.overflow-in-libhdf5-via-memcpy: libhdf5 (#1-#4, called by lmscope's has_attr at #5)
+# reads past a block inside ASan's memcpy interceptor (#0).
+MEMCPY = report("report.overflow-in-libhdf5-via-memcpy")
+LIBHDF5_FRAMES = re.compile(r"^    #[1-4] .*libhdf5_serial.*\n", re.M)
+
+
+@pytest.mark.parametrize("name, what", [
+    ("report.overflow-in-libhdf5-via-memcpy", "heap-buffer-overflow in ? under H5O__msg_iterate_real"),
+    ("report.segv-in-libhdf5", "SEGV in H5HG_read"),
+    ("report.timeout-in-libhdf5", "timeout in ? under H5C_protect"),   # libFuzzer's alarm stack
+    ("stderr.oom-in-libhdf5-vlen", "out-of-memory in ? under H5FL_blk_malloc"),
+])
+def test_recorded_libhdf5_faults_are_libhdf5s(name, what):
+    assert triage.triage(report(name)) == ("libhdf5", what + " (libhdf5_serial.so.103)")
+
+
+def test_a_process_that_only_warned_is_no_finding():
+    text = report("report.warnings-only")
+    assert "WARNING: AddressSanitizer failed to allocate" in text
+    assert triage.triage(text)[0] == "none"
+    assert triage.triage("")[0] == "none"
+
+
+def test_a_libhdf5_strdup_overflow_is_libhdf5s():
+    # CI's finding: the overflow reported inside ASan's strdup interceptor, which libhdf5 called.
+    text = MEMCPY.replace("in __interceptor_memcpy (", "in strdup (")
+    assert "in strdup (" in text
+    assert triage.triage(text) == (
+        "libhdf5", "heap-buffer-overflow in ? under H5O__msg_iterate_real (libhdf5_serial.so.103)")
+
+
+@pytest.mark.parametrize("interceptor", ["__interceptor_memcpy", "strdup", "__interceptor_strlen"])
+def test_the_same_fault_called_from_lmscope_is_lmscopes(interceptor):
+    # libhdf5's frames removed: the interceptor's caller is lmscope::h5::Object::has_attr.
+    text = LIBHDF5_FRAMES.sub("", MEMCPY).replace("in __interceptor_memcpy (", f"in {interceptor} (")
+    assert "lmscope::h5::Object::has_attr" in text.split("allocated by")[0]
+    owner, said = triage.triage(text)
+    assert owner == "lmscope"
+    assert said.startswith("heap-buffer-overflow in lmscope::h5::Object::has_attr(")
+
+
+def test_a_timeout_in_lmscope_is_lmscopes():
+    # The alarm's stack with libhdf5's frames taken out: the loop is in lmscope's reader.
+    text = report("report.timeout-in-libhdf5")
+    ours = re.sub(r"^    #\d+ .*libhdf5_serial.*\n", "", text, flags=re.M)
+    owner, said = triage.triage(ours)
+    assert owner == "lmscope" and said.startswith("timeout in lmscope::")
+
+
+def test_an_rss_limit_without_a_stack_is_lmscopes():
+    text = "==1==WARNING: x\nLive Heap Allocations: 26377248 bytes in 4154 chunks\n"
+    assert triage.triage(text) == ("lmscope", "out-of-memory over the RSS limit without a stack")
+
+
+def test_the_script_fails_only_for_lmscopes(tmp_path, capsys):
+    ours = tmp_path / "report.1"
+    ours.write_text(LIBHDF5_FRAMES.sub("", MEMCPY))
+    theirs = os.path.join(REPORTS, "report.overflow-in-libhdf5-via-memcpy")
+    quiet = os.path.join(REPORTS, "report.warnings-only")
+    assert triage.main([theirs, quiet]) == 0
+    assert triage.main([theirs, str(ours)]) == 1
+    assert triage.main([str(tmp_path / "missing")]) == 1
+    out = capsys.readouterr().out
+    assert f"{ours}: lmscope: heap-buffer-overflow in lmscope::h5::Object::has_attr(" in out
+    assert "cannot read the report" in out
