@@ -25,12 +25,16 @@ cd "$(dirname "$0")/.."
 default_model=models/SmolLM2-135M-Instruct.Q4_1.gguf
 model=$default_model
 avx2=0
-if [ "${1:-}" = --avx2 ]; then avx2=1; shift; fi
-if [ "${1:-}" = --model ]; then
-  [ $# -ge 2 ] || { echo "bench-peers: --model needs a .gguf file" >&2; exit 2; }
-  model=$2; shift 2
-fi
-rounds=${1:-3}
+rounds=3
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --avx2) avx2=1; shift ;;
+    --model) [ $# -ge 2 ] || { echo "bench-peers: --model needs a .gguf file" >&2; exit 2; }
+             model=$2; shift 2 ;;
+    *[!0-9]*|0|"") echo "bench-peers: '$1' is neither --avx2, --model FILE nor a number of rounds" >&2; exit 2 ;;
+    *) rounds=$1; shift ;;
+  esac
+done
 threads=${THREADS:-1 2}
 tests=${TESTS:-pp128 pp512 pp2048 tg128}
 py=${LMSCOPE_PY:-$HOME/.cache/lmscope/golden-venv/bin/python}
