@@ -12,18 +12,16 @@ cd "$(dirname "$0")/.."
 # The default run took the widest kernel (avx512 where the processor has AVX-512 F, else avx2
 # where it has AVX2 + FMA + F16C, else portable: lib/backend/cpu/block_matmul.cpp). Here: each
 # narrower one.
-flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
-has() { for f in "$@"; do [[ " $flags " == *" $f "* ]] || return 1; done; }
+. scripts/lanes.sh
 kernels=("$@")
 if [ ${#kernels[@]} -eq 0 ]; then
   kernels=(portable)
   has avx512f && has avx2 fma f16c && kernels+=(avx2)
 fi
-# Test names (ctest -R): the HF goldens, llama.cpp's logits, the engine's numerics, the
-# quantization and lens tests, the CLI goldens. Lessons and the report are not numerics.
-numeric='Golden|LlamaCpp|Decoder|Observation|Attention|BlockMatmul|BlockPrefill|HalfMatmul|GgufHalf|Q8|Quant|Lens|Score|Cache|Padding|Tolerance|InterventionsVsHF'
+# The numeric tests (scripts/lanes.sh). The lessons' numbers are held to every sgemm kernel by
+# scripts/test-blas-kernels.sh; lmscope's own kernels change them as little (docs/tolerances.md).
 for k in "${kernels[@]}"; do
   echo "test-cpu-kernels: LMSCOPE_CPU_KERNEL=$k"
   LMSCOPE_CPU_KERNEL=$k OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} \
-    ctest --test-dir build --output-on-failure -j2 -R "$numeric" -E 'Walkthrough|Readme'
+    ctest --test-dir build --output-on-failure -j2 -R "$numeric_tests" -E 'Walkthrough|Readme'
 done

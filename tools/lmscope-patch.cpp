@@ -9,11 +9,13 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include "experiments/patching.h"
+#include "io/format_number.h"
+#include "io/output_target.h"
+#include "io/text_file.h"
 #include "report/grid_svg.h"
 #include "report/svg.h"
 #include "tools/cli_common.h"
@@ -24,12 +26,7 @@ using namespace lmscope;
 
 namespace {
 
-std::string fmt2(double v) {
-  if (std::isnan(v)) return "nan";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
+std::string fmt2(double v) { return fmt("%.2f", v); }   // never "-0.00" (io/format_number.h)
 
 std::vector<std::string> column_labels(const PatchGrid& g, const std::vector<int32_t>& ids, const PieceFn& piece) {
   std::vector<std::string> out;
@@ -109,6 +106,18 @@ std::string sweep_svg(const PatchSweep& s, const PatchGrid& g, const std::string
   return grid_svg(p);
 }
 
+// --svg PREFIX: one picture per site, PREFIX.<site with dots as underscores>.svg.
+std::string svg_path(const std::string& prefix, std::string site) {
+  std::replace(site.begin(), site.end(), '.', '_');
+  return prefix + "." + site + ".svg";
+}
+
+std::string sites_known() {
+  std::string all;
+  for (const std::string& s : patch_site_names()) all += (all.empty() ? "" : ", ") + s;
+  return all;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -146,7 +155,13 @@ int main(int argc, char** argv) {
     const tok::Tokenizer* tk = tm->tokenizer ? &*tm->tokenizer : nullptr;
     opt.metric = parse_patch_metric(metric, tk);
     opt.sites = split_list(sites);
+    if (opt.sites.empty()) throw std::runtime_error("--sites: no site given (" + sites_known() + ")");
     opt.rows_per_forward = rows;
+    // The outputs are checked before the sweep (a FIFO, a symlink, a missing folder fail at
+    // once, not after minutes) and written by the one atomic writer.
+    if (!json_out.empty()) require_output_target(json_out);
+    if (!svg.empty())
+      for (const std::string& site : opt.sites) require_output_target(svg_path(svg, site));
     char tmpl[] = "/tmp/lmscope-patch-XXXXXX";
     if (!::mkdtemp(tmpl)) throw std::runtime_error("cannot create a temporary directory in /tmp");
     opt.clean_trace = std::string(tmpl) + "/clean.h5";
@@ -165,19 +180,11 @@ int main(int argc, char** argv) {
     std::printf("%s", table_text(s, piece).c_str());
     std::printf("\n%lld cells in %lld forwards (%d rows each) in %.2f s\n", (long long)s.cells, (long long)s.forwards, rows,
                 s.seconds);
-    if (!json_out.empty()) {
-      std::ofstream f(json_out);
-      f << sweep_json(s, metric, piece).dump(1) << "\n";
-      if (!f) throw std::runtime_error("cannot write '" + json_out + "'");
-    }
+    if (!json_out.empty()) write_file_atomic(json_out, sweep_json(s, metric, piece).dump(1) + "\n");
     if (!svg.empty())
       for (const PatchGrid& g : s.grids) {
-        std::string site = g.site;
-        std::replace(site.begin(), site.end(), '.', '_');
-        const std::string path = svg + "." + site + ".svg";
-        std::ofstream f(path);
-        f << sweep_svg(s, g, metric, piece);
-        if (!f) throw std::runtime_error("cannot write '" + path + "'");
+        const std::string path = svg_path(svg, g.site);
+        write_file_atomic(path, sweep_svg(s, g, metric, piece));
         std::printf("wrote %s\n", path.c_str());
       }
     return 0;

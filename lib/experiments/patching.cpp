@@ -17,7 +17,11 @@ namespace {
 int32_t metric_token(const std::string& raw, const tok::Tokenizer* tk, const std::string& metric) {
   std::string t = trim_blanks(raw);
   if (t.size() >= 2 && (t.front() == '"' || t.front() == '\'') && t.back() == t.front()) t = t.substr(1, t.size() - 2);
-  if (t.size() > 1 && t[0] == '#' && t.find_first_not_of("0123456789", 1) == std::string::npos) return std::stoi(t.substr(1));
+  if (t.size() > 1 && t[0] == '#' && t.find_first_not_of("0123456789", 1) == std::string::npos) {
+    if (t.size() > 10)   // more than nine digits: past any vocabulary (and past what stoi takes)
+      throw std::runtime_error("--metric '" + metric + "': " + t + " is not a token id of any vocabulary");
+    return std::stoi(t.substr(1));
+  }
   if (t.empty()) throw std::runtime_error("--metric '" + metric + "': an empty token");
   if (!tk) throw std::runtime_error("--metric '" + metric + "': no tokenizer to encode '" + t + "' (write ids as #123)");
   const std::vector<int32_t> ids = tk->encode(t, false);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "tests/experiments/md_blocks.h"
 
@@ -70,20 +71,16 @@ TEST(WalkthroughRule, AProseNumberWithoutAnExpectLineFails) {
 }
 
 // The number placeholders of an expect line (md_blocks.h): {~X} within 1e-4 relative or one
-// unit of X's last digit, {<X} below X; the text around them as written, up to runs of spaces.
+// unit of X's last digit, {<X} below X, {A..B} from A to B; the text around them as written, up
+// to runs of spaces. The cases are a table shared with the notebooks' runner.
 TEST(WalkthroughRule, NumberPlaceholdersHoldTheirTolerance) {
-  const std::string out = "step 1    1/38   38  3.72e-05   0.00493   ok   4.66\n"
-                          "    1  \" love\"   0.000217    8.436128   \"-\"   0.3897\n";
-  EXPECT_TRUE(expect_found(out, "1  \" love\"               0.000217    {~8.436141}"));   // 1.5e-6 relative
-  EXPECT_TRUE(expect_found(out, "0.000217    {~8.436141}   \"-\"   {~0.3898}"));          // one unit of 0.3898
-  EXPECT_FALSE(expect_found(out, "0.000217    {~8.4370}"));                              // 1e-4 relative is 8.4e-4
-  EXPECT_FALSE(expect_found(out, "0.000217    {~8.436141}   \"-\"   {~0.3899}"));         // two units off
-  EXPECT_FALSE(expect_found(out, "\" AI\"   0.000217    {~8.436141}"));                   // the text must match
-  EXPECT_TRUE(expect_found(out, "1/38 38 {<1e-4} 0.00493 ok {~4.66}"));
-  EXPECT_FALSE(expect_found(out, "1/38 38 {<3e-05} 0.00493"));
-  EXPECT_FALSE(expect_found(out, "1/39 38 {<1e-4}"));                                    // integers as written
-  EXPECT_TRUE(expect_found(out, "3.72e-05"));                                            // no placeholder: as written
-  EXPECT_FALSE(expect_found(out, "3.72e-05  0.00493"));
+  std::ifstream in(kRoot + "/tests/experiments/expect_cases.json");
+  ASSERT_TRUE(in) << "tests/experiments/expect_cases.json is missing";
+  const nlohmann::json table = nlohmann::json::parse(in);
+  const std::string out = table.at("output");
+  ASSERT_GE(table.at("cases").size(), 10u);
+  for (const auto& c : table.at("cases"))
+    EXPECT_EQ(expect_found(out, c.at("expect")), c.at("found").get<bool>()) << c.at("expect") << ": " << c.at("why");
 }
 
 INSTANTIATE_TEST_SUITE_P(Lessons, Walkthrough, ::testing::ValuesIn(lessons()), [](const auto& info) {

@@ -5,6 +5,9 @@
 // token are refused in one line.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -51,4 +54,29 @@ TEST(PatchCli, BadInputIsOneLine) {
            "the metric needs one");
   one_line(tool("lmscope-patch", "--model " + kRoot + "/golden/models/tiny-qwen2 --clean-ids 1,2,3 --corrupt-ids 1,2,4 --metric 'prob:#5' --sites attn.q"),
            "unknown site 'attn.q'");
+  const std::string short_args = "--model " + kRoot + "/golden/models/tiny-qwen2 --clean-ids 1,2,3 --corrupt-ids 1,2,4 ";
+  one_line(tool("lmscope-patch", short_args + "--metric 'prob:#5' --sites ''"), "--sites: no site given");
+  one_line(tool("lmscope-patch", short_args + "--metric 'prob:#99999999999'"), "#99999999999 is not a token id");
+}
+
+TEST(PatchCli, OutputsThatAreNotRegularFilesAreRefusedBeforeTheSweep) {
+  // A FIFO would block the writer forever; a symlink would have its target overwritten.
+  lmscope::testing_util::TempDir tmp;
+  const std::string fifo = tmp.file("fifo.json"), target = tmp.file("target.txt"), link = tmp.file("link.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::ofstream(target) << "keep me\n";
+  std::filesystem::create_symlink(target, link);
+  const std::string args = "--model " + kRoot + "/golden/models/tiny-qwen2 --clean-ids 1,2,3 --corrupt-ids 1,2,4 --metric 'prob:#5' ";
+  for (const std::string& opt : {"--json " + fifo, "--json " + link, "--svg " + tmp.file("link") + " --sites resid_pre"}) {
+    if (opt.rfind("--svg", 0) == 0) std::filesystem::create_symlink(target, tmp.file("link.resid_pre.svg"));
+    const auto r = tool("lmscope-patch", args + opt);
+    EXPECT_EQ(r.code, 1) << opt << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("cannot write '"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("cells in"), std::string::npos) << opt << ": the sweep ran";
+  }
+  std::ifstream in(target);
+  std::string kept;
+  std::getline(in, kept);
+  EXPECT_EQ(kept, "keep me");
 }
