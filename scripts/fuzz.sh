@@ -15,7 +15,11 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_safetensors fuzz_gguf fuzz_tokenizer fuzz_trace)
 scripts/configure-asan.sh
-cmake --build build-asan -j"${JOBS:-$(nproc)}" --target "${targets[@]}"
+# Every library too, built and not run: what scripts/sanitize.sh (the release check) compiles
+# must keep compiling under clang, which CI builds nothing else with.
+libraries=(lmscope_backend_cpu lmscope_model lmscope_intervene lmscope_generate lmscope_compare lmscope_runs
+           lmscope_stepper lmscope_experiments lmscope_quant lmscope_report)
+cmake --build build-asan -j"${JOBS:-$(nproc)}" --target "${targets[@]}" "${libraries[@]}"
 status=0
 for t in "${targets[@]}"; do
   seeds="fuzz/corpus/${t#fuzz_}"   # fuzz_gguf reads fuzz/corpus/gguf

@@ -427,11 +427,17 @@ json generation_section(const Ctx& c, const ReportOptions& opt, int64_t B) {
       }
       if (c.has(st, "sample.chosen")) {
         json audit;
+        // Ids as they are (the reader checked they are int32s); values to 5 significant digits.
+        // Rounding an id would name another token (151,643 -> 151,640) or leave int32's range.
+        const auto is_id = [](const std::string& h) { return h == "sample.candidates" || h == "sample.chosen"; };
         for (const char* h : {"sample.candidates", "sample.raw", "sample.penalized", "sample.scaled", "sample.probs", "sample.kept"})
           if (c.has(st, h)) {
             HookData d = c.tr.read(st, h);
             json v = json::array();
-            for (int64_t i = 0; i < d.shape[1]; ++i) v.push_back(round_significant(d.values[size_t(at(d, {b, i}))], 5));
+            for (int64_t i = 0; i < d.shape[1]; ++i) {
+              const double x = d.values[size_t(at(d, {b, i}))];
+              v.push_back(is_id(h) ? json(int64_t(x)) : json(round_significant(x, 5)));
+            }
             audit[std::string(h).substr(7)] = v;
           }
         if (audit.contains("candidates")) {
@@ -440,7 +446,10 @@ json generation_section(const Ctx& c, const ReportOptions& opt, int64_t B) {
           audit["pieces"] = pieces;
         }
         for (const char* h : {"sample.survivors", "sample.u", "sample.chosen", "sample.finished"})
-          if (c.has(st, h)) audit[std::string(h).substr(7)] = round_significant(c.tr.read(st, h).values.at(size_t(b)), 6);
+          if (c.has(st, h)) {
+            const double x = c.tr.read(st, h).values.at(size_t(b));
+            audit[std::string(h).substr(7)] = is_id(h) ? json(int64_t(x)) : json(round_significant(x, 6));
+          }
         const int32_t chosen = int32_t(audit["chosen"].get<double>());
         audit["chosen_piece"] = c.piece(chosen);
         audit["settings"] = json::parse(c.tr.step_group_attrs_json(st, "sample"));

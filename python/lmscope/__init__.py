@@ -75,7 +75,9 @@ class ActivationCache(dict):
 
     def to_transformer_lens(self) -> Dict[str, np.ndarray]:
         """The hooks TransformerLens also has, under TL's names and layouts."""
-        return {tl: self[name] for name in self if (tl := _names.tl_name(name)) is not None}
+        # self[tl], not self[name]: TL's name is what gives TL's layout (attn.hook_q and the
+        # other per-head vectors are [B, T, H, hd] there, [B, H, T, hd] under lmscope's name).
+        return {tl: self[tl] for name in self if (tl := _names.tl_name(name)) is not None}
 
 
 class Model:

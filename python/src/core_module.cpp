@@ -11,6 +11,7 @@
 #include <climits>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <variant>
 #include <vector>
@@ -135,12 +136,12 @@ class Engine {
                 const std::string& out, const pyb::object& stream, int compress) {
     const ModelConfig& cfg = m_->loaded.cfg;
     GenerateOptions opt;
-    m_->ctx.encodings.clear();
+    std::vector<EncodeTrace> encodings;   // the run's /tokenizer record, handed over under run_mutex_
     for (const auto& p : prompts) {
       if (const std::string* text = std::get_if<std::string>(&p)) {
         EncodeTrace et;
         opt.prompts.push_back(tokenizer().encode(*text, add_special, &et));
-        m_->ctx.encodings.push_back(std::move(et));
+        encodings.push_back(std::move(et));
         if (opt.prompts.back().empty()) throw pyb::value_error("the prompt '" + *text + "' encodes to no tokens");
       } else {
         opt.prompts.push_back(std::get<std::vector<int32_t>>(p));
@@ -180,11 +181,14 @@ class Engine {
     else editor = std::move(interventions);
     opt.editor = editor.get();
 
-    if (!stream.is_none())
-      opt.on_step = [&stream](int step, const std::vector<int32_t>& tokens) {
-        pyb::gil_scoped_acquire gil;
-        stream(step, tokens);
-      };
+    // After every step: the stream callback, and Ctrl-C. While the forward runs without the
+    // GIL, Python's SIGINT handler only sets a flag; checking it here ends a long generate()
+    // with KeyboardInterrupt at the next step instead of after the last one.
+    opt.on_step = [&stream](int step, const std::vector<int32_t>& tokens) {
+      pyb::gil_scoped_acquire gil;
+      if (!stream.is_none()) stream(step, tokens);
+      if (PyErr_CheckSignals() != 0) throw pyb::error_already_set();
+    };
     HookSet hook_set;
     if (!names.empty()) try {
         hook_set = HookSet(names, "", cfg.num_layers);
@@ -195,6 +199,11 @@ class Engine {
     TracedRun res;
     {
       pyb::gil_scoped_release nogil;   // the forward runs without the GIL; hooks take it back
+      // One run at a time per Model: the run context (its encodings, the backend's buffers) is
+      // the Model's. A second thread waits here, without the GIL, so that the first one's
+      // Python hooks can still take it.
+      std::lock_guard<std::mutex> one_run(run_mutex_);
+      m_->ctx.encodings = std::move(encodings);
       res = run_traced(m_->ctx, opt, hook_set, out, keep_steps > 0 ? &sink : nullptr, compress);
     }
     pyb::dict d;
@@ -256,6 +265,7 @@ class Engine {
   }
 
   std::unique_ptr<cli::ToolModel> m_;
+  std::mutex run_mutex_;
 };
 
 }  // namespace

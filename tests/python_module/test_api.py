@@ -1,5 +1,6 @@
 """What the module promises beyond parity: names, lifetimes, errors as Python exceptions."""
 import gc
+import os
 
 import numpy as np
 import pytest
@@ -19,6 +20,22 @@ def test_transformer_lens_names_and_layouts(tiny):
     assert "blocks.0.hook_resid_pre" in tl and "hook_embed" in tl
     with pytest.raises(KeyError):
         cache["nonsense", 1]
+
+
+def test_to_transformer_lens_gives_tls_layout(tiny):
+    # Two prompt lengths: one with as many tokens as heads (the shapes agree, only the values
+    # tell the layouts apart) and one without.
+    H = tiny.info["num_heads"]
+    for ids in (TINY_IDS[:H], TINY_IDS):
+        _, cache = tiny.run_with_cache(ids)
+        tl = cache.to_transformer_lens()
+        for ours, theirs in (("attn.q", "attn.hook_q"), ("attn.k", "attn.hook_k"), ("attn.v", "attn.hook_v"),
+                             ("attn.q_rope", "attn.hook_rot_q"), ("attn.k_rope", "attn.hook_rot_k")):
+            want = cache["layers.1." + ours].transpose(0, 2, 1, 3)   # ours [B, H, T, hd] -> TL's [batch, pos, head, d_head]
+            assert tl["blocks.1." + theirs].shape[1] == len(ids), theirs
+            np.testing.assert_array_equal(tl["blocks.1." + theirs], want, err_msg=theirs)
+            np.testing.assert_array_equal(tl["blocks.1." + theirs], cache["blocks.1." + theirs], err_msg=theirs)
+        np.testing.assert_array_equal(tl["blocks.1.attn.hook_pattern"], cache["layers.1.attn.probs"])
 
 
 def test_a_hook_named_the_transformer_lens_way_sees_tls_layout(tiny):
@@ -131,6 +148,74 @@ def test_the_forward_runs_without_the_gil(smollm2):
     inside = [x for x in ticks if window["start"] + 0.01 < x < window["end"] - 0.01]
     assert window["end"] - window["start"] > 0.05    # long enough to tell
     assert len(inside) > 100                         # this thread kept running during the forward
+
+
+def test_one_model_from_several_threads(tiny, tmp_path):
+    # Runs of one Model from three threads take turns (docs/python.md, "Threads"): each trace
+    # keeps its own prompt's /tokenizer record, and each cache is the one its thread asked for.
+    import threading
+    import h5py
+    prompts = ["The cat sat on the mat.", "A dog ran in the park today.", "Hello world"]
+    want = {p: tiny.run_with_cache(p, names="embed")[1]["embed"] for p in prompts}
+    errors, seen = [], {}
+
+    def run(i):
+        try:
+            for k in range(10):
+                p = prompts[(i + k) % 3]
+                out = str(tmp_path / ("t%d_%d.h5" % (i, k)))
+                tiny.trace(p, out=out, max_new_tokens=1)
+                with h5py.File(out, "r") as f:
+                    assert "tokenizer/row_0" in f, out + " has no /tokenizer record"
+                    seen[out] = f["tokenizer/row_0/text"][()].decode()
+                    assert seen[out] == p, "%s: the tokenizer record of %r, not %r" % (out, seen[out], p)
+                    np.testing.assert_array_equal(f["tokenizer/row_0/ids"][()], tiny.tokenize(p).ids)
+                np.testing.assert_array_equal(tiny.run_with_cache(p, names="embed")[1]["embed"], want[p])
+        except Exception as e:   # noqa: BLE001 (reported below, naming the thread)
+            errors.append("thread %d: %r" % (i, e))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len(seen) == 30
+
+
+def test_ctrl_c_ends_a_long_generation():
+    # SIGINT while the forward runs without the GIL: KeyboardInterrupt at the next step, not
+    # after the last one. SmolLM2 without the cache: 200 steps would take tens of seconds; the
+    # signal comes once the first step is out.
+    import subprocess
+    import sys
+    import textwrap
+    from conftest import BUILD
+    if not os.path.isfile(SMOLLM2):
+        pytest.skip("%s is absent (scripts/fetch-model.sh fetches it)" % SMOLLM2)
+    script = textwrap.dedent("""
+        import os, signal, sys, threading, time
+        import lmscope
+        m = lmscope.Model(%r)
+        steps = []
+        def interrupt():
+            while not steps:
+                time.sleep(0.01)
+            os.kill(os.getpid(), signal.SIGINT)
+        threading.Thread(target=interrupt, daemon=True).start()
+        try:
+            m.generate("Tell me a long story.", max_new_tokens=200, use_cache=False, eos_ids=[],
+                       stream=lambda step, toks: steps.append(step))
+        except KeyboardInterrupt:
+            print("interrupted after %%d of 200 steps" %% len(steps))
+            sys.exit(0)
+        print("not interrupted: %%d steps" %% len(steps))
+        sys.exit(1)
+    """) % SMOLLM2
+    env = dict(os.environ, PYTHONPATH=os.path.join(BUILD, "python"), OMP_NUM_THREADS="1")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0 and "interrupted after" in r.stdout, r.stdout + r.stderr
+    assert int(r.stdout.split("after ")[1].split(" ")[0]) < 100, r.stdout
 
 
 def _read_safetensors(path):

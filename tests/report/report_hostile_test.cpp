@@ -85,6 +85,27 @@ TEST(ReportHostile, NanLogitsAreOneLineInTheReportAndALineOnTheStepPage) {
   EXPECT_NE(s.out.find("row 0: NaN or infinite logits: no distribution to show"), std::string::npos) << s.out;
 }
 
+TEST(ReportHostile, SampledIdsAreShownAsStoredNotRounded) {
+  // The audit rounded every sample.* value to 5 or 6 significant digits, ids too: an id of a
+  // Qwen-sized vocabulary was shown as another (151,643 -> 151,640), and int32's largest,
+  // 2147483647, became 2147480000 or left int32's range on the way back (UBSan).
+  for (const double id : {151643.0, 2147483647.0}) {
+    TempDir dir;
+    const std::string trace = dir.file("ids.h5"), out = dir.file("out.html");
+    std::filesystem::copy_file(std::string(LMSCOPE_SOURCE_DIR) + "/golden/traces/tiny-qwen2-a.h5", trace);
+    {
+      H5Edit e(trace);
+      e.replace("step_0001/sample/candidates", "sample.candidates", "B,N", {1, 10}, id, true);
+      e.replace("step_0001/sample/chosen", "sample.chosen", "B", {1}, id, true);
+    }
+    const CliRun r = run_cli(kBin + "/lmscope-report " + trace + " -o " + out);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string page = read_text(out), shown = std::to_string(int64_t(id));
+    EXPECT_NE(page.find("\"chosen\":" + shown), std::string::npos) << shown;
+    EXPECT_NE(page.find("\"candidates\":[" + shown + ","), std::string::npos) << shown;
+  }
+}
+
 TEST(ReportHostile, AnAttributeThatIsNotUtf8IsShownNotThrown) {
   TempDir dir;
   const std::string trace = dir.file("latin1.h5"), out = dir.file("out.html");

@@ -215,7 +215,8 @@ LMSCOPE_Q8K_TARGET inline void q6k_sums(const uint8_t* blk, __m256i scales16, co
   for (int j = 0; j < 2; ++j) {
     const __m512i b = load512(blk + 64 * j), h = both_halves(blk + 128 + 32 * j);
     const __m512i sc16 = _mm512_castsi256_si512(scales16);   // half j's eight scales in every 128-bit lane
-    const __m512i sc8 = _mm512_shuffle_i32x4(sc16, sc16, j == 0 ? 0x00 : 0x55);
+    // The lane pattern is an immediate: clang wants a constant expression, not j's value.
+    const __m512i sc8 = j == 0 ? _mm512_shuffle_i32x4(sc16, sc16, 0x00) : _mm512_shuffle_i32x4(sc16, sc16, 0x55);
     const __m512i c01 = _mm512_or_si512(_mm512_and_si512(b, m15), _mm512_and_si512(_mm512_sllv_epi16(h, counts(4, 2)), m48));
     const __m512i c23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b, 4), m15),
                                         _mm512_and_si512(_mm512_srlv_epi16(h, counts(0, 2)), m48));
