@@ -1,7 +1,8 @@
 // HookEditor: what may change a tensor at its hook point, before the next op of the forward
 // reads it (interventions: intervene/interventions.h, docs/interventions.md). The forward
-// offers each editable tensor to Trace::edit first (trace/trace.h); with no editor set that
-// costs one pointer check.
+// (model/decoder.cpp, its site()) asks Trace::edits (trace/trace.h) for each editable tensor
+// and, when it says yes, hands the tensor to the editor's apply() before offering it to the
+// trace; with no editor set that costs one pointer check.
 #pragma once
 #include <cstdint>
 #include <string>
