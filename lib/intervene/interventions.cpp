@@ -9,9 +9,10 @@
 #include <stdexcept>
 
 #include "intervene/hook_layout.h"
+#include "io/regular_file.h"
 #include "io/sha256.h"
-#include "trace/trace_reader.h"
 #include "model/trace_config.h"
+#include "trace/trace_reader.h"
 
 namespace lmscope {
 
@@ -171,11 +172,12 @@ std::vector<float> finite_vector(const InterventionSpec& s, const std::vector<do
 // A vector file: a JSON array of numbers, or numbers separated by white space.
 std::vector<float> read_vector_file(const InterventionSpec& s) {
   const std::string& path = s.vector_file;
-  std::ifstream f(path);
-  if (!f) fail(s, "cannot read vector file '" + path + "'");
-  std::stringstream buf;
-  buf << f.rdbuf();
-  const std::string text = buf.str();
+  std::string text;
+  try {
+    text = read_regular_file(path, "vector file");   // a FIFO or /dev/zero: one line, not a hang
+  } catch (const std::runtime_error& e) {
+    fail(s, e.what());
+  }
   std::vector<double> v;
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '[') {

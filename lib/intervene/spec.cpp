@@ -10,6 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "io/regular_file.h"
+
 namespace lmscope {
 
 namespace {
@@ -449,11 +451,10 @@ InterventionSpec intervention_from_json(const nlohmann::json& j, const std::stri
 }
 
 std::vector<InterventionSpec> load_interventions_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw std::runtime_error("--interventions: cannot read '" + path + "'");
+  const std::string text = read_regular_file(path, "--interventions");   // a FIFO or /dev/zero: one line
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(f);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error("--interventions '" + path + "': not JSON (" + std::string(e.what()) + ")");
   }

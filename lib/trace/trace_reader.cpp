@@ -138,6 +138,9 @@ TraceReader::TraceReader(const std::string& path) : path_(path) {
   if (!fs::exists(path, ec))
     throw std::runtime_error("cannot open trace '" + path + "': No such file or directory");
   if (fs::is_directory(path, ec)) throw std::runtime_error("cannot open trace '" + path + "': it is a directory");
+  // A FIFO or a device would block HDF5's open (then time out as "damaged") or never end.
+  if (!fs::is_regular_file(path, ec))
+    throw std::runtime_error("cannot open trace '" + path + "': it is not a regular file (a FIFO, a device or a socket)");
   if (!h5::File::is_hdf5(path)) throw std::runtime_error("'" + path + "' is not an HDF5 file");
   try {
     file_ = h5::File::open_read(path);

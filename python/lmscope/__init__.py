@@ -18,10 +18,14 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from lmscope_trace import Trace  # noqa: F401  (the trace reader, re-exported)
+# The engine first, before h5py (lmscope_trace and names import it): its HDF5 library, which
+# h5py shares, must hear H5dont_atexit() before its first call, or HDF5's exit handler closes
+# again a file whose close failed (a full disk) and the interpreter dies at exit (lib/io/hdf5.cpp).
+from ._core import Engine as _Engine  # isort: skip
 
-from . import names as _names
-from ._core import Engine as _Engine
+from lmscope_trace import Trace  # noqa: F401,E402  (the trace reader, re-exported)
+
+from . import names as _names  # noqa: E402
 from .interventions import Add, Intervention, Mean, Patch, Scale, Zero  # noqa: F401
 
 __all__ = ["Model", "ActivationCache", "Generation", "Tokens", "Trace",

@@ -357,3 +357,34 @@ def test_direct_logit_attribution_from_the_weights(smollm2):
     assert np.max(np.abs(ours - logits[0, -1])) <= 1e-5 + 2e-4 * scale   # the logits tolerance
     # The embedding hook is the embedding matrix's rows.
     np.testing.assert_array_equal(cache["embed"][0], smollm2.weight("model.embed_tokens.weight")[ids])
+
+
+def test_a_full_disk_is_an_error_and_a_clean_exit(tmp_path):
+    # A trace that hits a file-size limit raises the tools' one-line error; the script that
+    # catches it must then exit normally. HDF5 1.10 keeps the file whose close failed in its
+    # handle table, and its atexit handler closed it again: SIGSEGV at exit. lmscope keeps HDF5
+    # from installing that handler, which works only before any HDF5 call (h5py's import).
+    import resource
+    import subprocess
+    import sys
+    import textwrap
+    from conftest import BUILD
+    script = textwrap.dedent("""
+        import lmscope
+        m = lmscope.Model(%r)
+        try:
+            m.trace(%r, out=%r, max_new_tokens=8)
+        except Exception as e:
+            print("raised:", type(e).__name__, str(e).splitlines()[0][:200])
+        print("end of script")
+    """) % (TINY, "The cat sat on the mat. " * 8, str(tmp_path / "t.h5"))
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+
+    env = dict(os.environ, PYTHONPATH=os.path.join(BUILD, "python"), OMP_NUM_THREADS="1")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env,
+                       preexec_fn=limit)
+    assert "raised:" in r.stdout and "end of script" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0, "exit status %d after the script ended\n%s%s" % (r.returncode, r.stdout, r.stderr)
+    assert not os.path.exists(tmp_path / "t.h5"), "a half-written trace was left"

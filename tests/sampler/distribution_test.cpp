@@ -112,3 +112,22 @@ TEST(Distribution, SweepLowersEntropyWithTemperature) {
 
 }  // namespace
 }  // namespace lmscope
+
+TEST(Distribution, ATemperatureThatOverflowsTheLogitsIsRefused) {
+  // 12.5 / 1e-45 is inf in float32: every kept token would share the top place and the draw
+  // would pick one at random (HF's sampler raises on such probabilities).
+  const std::vector<float> raw = {12.5f, -3.0f, 0.0f};
+  SamplingConfig c;
+  c.do_sample = true;
+  c.temperature = 1e-45f;
+  try {
+    process_scores(raw, {}, c);
+    FAIL() << "temperature 1e-45 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("logit 12.5 divided by it overflows float32"), std::string::npos) << e.what();
+  }
+  c.temperature = 1e-30f;   // small, but every scaled logit is a float (1.25e31): sharp, not broken
+  const ScoreStages st = process_scores(raw, {}, c);
+  EXPECT_TRUE(std::isfinite(st.scaled[0]));
+  EXPECT_EQ(argmax(st.final_scores()), 0);
+}
