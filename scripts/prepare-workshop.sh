@@ -58,7 +58,7 @@ stage "ran the ${#notebooks[@]} notebooks, every expect line held" \
 # The runner's links are absolute (this checkout's paths): relative ones survive a copy.
 while IFS= read -r link; do
   target="$(readlink "$link")"
-  case "$target" in /*) ln -sfn "$(realpath -m --relative-to="$(dirname "$link")" "$target")" "$link" ;; esac
+  case "$target" in /*) ln -sfn "$(realpath -m -s --relative-to="$(dirname "$link")" "$target")" "$link" ;; esac
 done < <(find "$out" -maxdepth 2 -type l)
 
 echo "prepare-workshop: READY: ${#lessons[@]} lessons and ${#notebooks[@]} notebooks pass;" \
