@@ -1,6 +1,8 @@
 // A labelled grid picture as standalone SVG (lmscope-report --svg): a title, token labels on
 // both axes, axis titles, one cell per value coloured from white (0) to dark blue (1), or from
-// dark red (-1) through white (0) to dark blue (1) for signed values, and a legend. Sized for a slide: cells shrink so the picture stays within about 1280 x 720.
+// dark red (-1) through white (0) to dark blue (1) for signed values, and a legend. Sized for a
+// slide: cells shrink (to 8 px, not below) so that the picture stays within about 1280 x 720 up
+// to about 80 rows and columns; more grow it.
 #pragma once
 #include <string>
 #include <vector>
