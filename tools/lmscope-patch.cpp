@@ -97,12 +97,15 @@ std::string sweep_svg(const PatchSweep& s, const PatchGrid& g, const std::string
   for (size_t l = 0; l < g.normalized.size(); ++l) p.row_labels.push_back(std::to_string(l));
   for (const auto& row : g.normalized) {
     std::vector<double> r;
-    for (double v : row) r.push_back(std::isnan(v) ? 0.0 : std::clamp(v, 0.0, 1.0));
+    for (double v : row) r.push_back(std::isnan(v) ? 0.0 : std::clamp(v, -1.0, 1.0));
     p.values.push_back(r);
   }
-  p.legend = "patched metric, normalized";
-  p.legend_stops = {{0.0, "0 = corrupted"}, {1.0, "1 = clean"}};
-  p.caption = "clean " + fmt2(s.clean_metric) + ", corrupted " + fmt2(s.corrupt_metric) + "; values outside 0..1 drawn at the ends";
+  // Signed: a cell that pushes the metric the wrong way (below 0) is red, as visible as one
+  // that restores it.
+  p.is_signed = true;
+  p.legend = "patched metric, normalized (red: moved away from clean)";
+  p.legend_stops = {{-1.0, "-1"}, {0.0, "0 = corrupted"}, {1.0, "1 = clean"}};
+  p.caption = "clean " + fmt2(s.clean_metric) + ", corrupted " + fmt2(s.corrupt_metric) + "; values outside -1..1 drawn at the ends";
   return grid_svg(p);
 }
 

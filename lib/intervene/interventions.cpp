@@ -144,8 +144,14 @@ SourceSlices read_slices(const InterventionSpec& s, const SourceTrace& st, Hook 
   if (int64_t(st.prompt_len.size()) != out.layout.B)
     fail(s, "source '" + st.path + "' " + name + " has " + std::to_string(out.layout.B) + " rows but " +
                 std::to_string(st.prompt_len.size()) + " prompts");
-  for (int64_t L : st.prompt_len) {
-    if (L > out.layout.T) fail(s, "source '" + st.path + "' " + name + ": a prompt is longer than step 0's tokens");
+  // Every read below is at a position 0..L-1 of a row's prompt: an empty prompt would read
+  // position -1, a prompt longer than the tensor past its end.
+  for (size_t b = 0; b < st.prompt_len.size(); ++b) {
+    const int64_t L = st.prompt_len[b];
+    if (L < 1 || L > out.layout.T)
+      fail(s, "source '" + st.path + "' " + name + ": row " + std::to_string(b) + "'s prompt has " + std::to_string(L) +
+                  " tokens, step 0 holds " + std::to_string(out.layout.T) + " positions (a source needs 1 to " +
+                  std::to_string(out.layout.T) + ")");
     out.first_col.push_back(st.padding_side == "right" ? 0 : out.layout.T - L);
   }
   return out;
@@ -203,6 +209,28 @@ std::vector<float> read_vector_file(const InterventionSpec& s) {
   return finite_vector(s, v);
 }
 
+// ActAdd's steering (Turner et al. 2023): row 0's prompt of A minus row 0's prompt of B,
+// position by position from position 0 ([T, R]). The pair must have one length: ActAdd pads the
+// shorter prompt (with spaces) before the forward, which only the prompts can do. B absent
+// (no rows): A's values alone.
+std::vector<std::vector<float>> aligned_difference(const InterventionSpec& s, const SourceSlices& a,
+                                                   const SourceSlices& b, int layer) {
+  const int64_t T = a.prompt_len[0];
+  const bool has_minus = !b.prompt_len.empty();
+  if (has_minus && b.layout.R != a.layout.R)
+    fail(s, "'" + s.source + "' and '" + s.minus + "' hold " + hook_name(s.hook, layer) + " of different shapes");
+  if (has_minus && b.prompt_len[0] != T)
+    fail(s, "aligned: '" + s.source + "' has a prompt of " + std::to_string(T) + " tokens, '" + s.minus + "' of " +
+                std::to_string(b.prompt_len[0]) + " (pad the shorter prompt to the same length, as ActAdd pads with spaces)");
+  std::vector<std::vector<float>> out(size_t(T), std::vector<float>(size_t(a.layout.R)));   // [T][R]
+  for (int64_t p = 0; p < T; ++p)
+    for (int64_t i = 0; i < a.layout.R; ++i) {
+      const int64_t off = a.layout.rest_off[size_t(i)];
+      out[size_t(p)][size_t(i)] = a.at(0, p)[off] - (has_minus ? b.at(0, p)[b.layout.rest_off[size_t(i)]] : 0.0f);
+    }
+  return out;
+}
+
 }  // namespace
 
 struct Interventions::Resolved {
@@ -211,6 +239,7 @@ struct Interventions::Resolved {
   std::string source_sha, minus_sha, vector_sha;
   std::map<int, SourceSlices> source;          // patch: per layer
   std::map<int, std::vector<float>> fixed;     // add (traces) / mean(ref): per layer, R values
+  std::map<int, std::vector<std::vector<float>>> by_pos;   // add(..., aligned): per layer, [T][R]
   std::vector<float> vec;                      // add (file)
   std::map<std::pair<int, int64_t>, std::vector<float>> own_mean;   // mean: (layer, row) -> R values
 };
@@ -273,6 +302,10 @@ Interventions::Interventions(std::vector<InterventionSpec> specs, const ModelCon
         SourceSlices a = read_slices(s, src, h, l);
         if (s.op == EditOp::Patch) {
           r->source.emplace(l, std::move(a));
+          continue;
+        }
+        if (s.op == EditOp::Add && s.aligned) {
+          r->by_pos.emplace(l, aligned_difference(s, a, minus ? read_slices(s, *minus, h, l) : SourceSlices{}, l));
           continue;
         }
         std::vector<float> v(size_t(a.layout.R), 0.0f);
@@ -379,6 +412,10 @@ void Interventions::apply(Backend& be, Hook h, int layer, Tensor& t, const EditC
     if (fixed && int64_t(fixed->size()) != lay.R)
       fail(s, "the source's " + hook_name(h, layer) + " has " + std::to_string(fixed->size()) + " values per position, this run's " +
                   std::to_string(lay.R));
+    const std::vector<std::vector<float>>* by_pos = r.by_pos.count(layer) ? &r.by_pos.at(layer) : nullptr;
+    if (by_pos && !by_pos->empty() && int64_t(by_pos->front().size()) != lay.R)
+      fail(s, "the source's " + hook_name(h, layer) + " has " + std::to_string(by_pos->front().size()) +
+                  " values per position, this run's " + std::to_string(lay.R));
     const SourceSlices* src = r.source.count(layer) ? &r.source.at(layer) : nullptr;
     if (src && src->layout.R != lay.R)
       fail(s, "the source's " + hook_name(h, layer) + " has " + std::to_string(src->layout.R) +
@@ -412,6 +449,7 @@ void Interventions::apply(Backend& be, Hook h, int layer, Tensor& t, const EditC
         const int64_t p = pos_ids.i32()[b * lay.T + t2];
         if (!s.pos.contains(p, L)) continue;
         if (!s.step.all() && !s.step.contains(p < L ? 0 : p - L + 1, IndexSet::kOpen)) continue;
+        if (by_pos && p >= int64_t(by_pos->size())) continue;   // past the steering pair's length
         const float* from = nullptr;
         if (src) {
           const int64_t sb = src->layout.B == 1 ? 0 : b;
@@ -432,8 +470,9 @@ void Interventions::apply(Backend& be, Hook h, int layer, Tensor& t, const EditC
             case EditOp::Patch: e = from[src->layout.rest_off[size_t(i)]]; break;
             case EditOp::Mean: e = fixed ? (*fixed)[size_t(i)] : (*mean)[size_t(i)]; break;
             case EditOp::Add: {
-              const float add = fixed ? (*fixed)[size_t(i)]
-                                      : r.vec[size_t(int64_t(r.vec.size()) == lay.R ? i : lay.rest_last[size_t(i)])];
+              const float add = by_pos ? (*by_pos)[size_t(p)][size_t(i)]
+                                : fixed ? (*fixed)[size_t(i)]
+                                        : r.vec[size_t(int64_t(r.vec.size()) == lay.R ? i : lay.rest_last[size_t(i)])];
               e += float(s.c) * add;
               break;
             }
@@ -454,6 +493,7 @@ nlohmann::ordered_json Interventions::record() const {
     j["site"] = s.site_text();
     j["op"] = edit_op_name(s.op);
     if (s.op == EditOp::Add || s.op == EditOp::Scale) j["c"] = s.c;
+    if (s.aligned) j["aligned"] = true;
     // A file by its path; values given in memory by their label ("memory") and digest.
     auto named = [](const std::string& label, bool in_memory, const std::string& sha) {
       return nlohmann::ordered_json{{in_memory ? "memory" : "path", label}, {"sha256", sha}};

@@ -131,7 +131,7 @@ void parse_site(InterventionSpec& s, const std::string& spec, const std::string&
   }
 }
 
-// "add(4, a.h5 - b.h5)" -> op and arguments.
+// "add(4, a.h5 - b.h5)", "add(4, a.h5 - b.h5, aligned)" -> op and arguments.
 void parse_op(InterventionSpec& s, const std::string& spec, const std::string& text) {
   std::string name = text, args;
   bool has_args = false;
@@ -168,7 +168,15 @@ void parse_op(InterventionSpec& s, const std::string& spec, const std::string& t
     if (comma == std::string::npos)
       bad(spec, "add needs a coefficient and a vector: add(4, steer.json) or add(4, a.h5 - b.h5)");
     s.c = parse_number(spec, args.substr(0, comma), "add coefficient");
-    const std::string what = trim_blanks(args.substr(comma + 1));
+    std::string what = trim_blanks(args.substr(comma + 1));
+    const size_t second = what.rfind(',');
+    if (second != std::string::npos) {
+      const std::string mode = trim_blanks(what.substr(second + 1));
+      if (mode != "aligned")
+        bad(spec, "add: unknown third argument '" + mode + "' (add(c, a.h5 - b.h5, aligned) adds A - B position by position)");
+      s.aligned = true;
+      what = trim_blanks(what.substr(0, second));
+    }
     const size_t minus = what.find(" - ");
     if (minus != std::string::npos) {
       s.source = trim_blanks(what.substr(0, minus));
@@ -182,9 +190,11 @@ void parse_op(InterventionSpec& s, const std::string& spec, const std::string& t
     } else {
       s.vector_file = what;
     }
+    if (s.aligned && s.source.empty())
+      bad(spec, "add(c, ..., aligned) takes traces (A.h5 - B.h5 or A.h5): a vector has no positions to align");
   } else {
     bad(spec, "unknown op '" + name + "' (ops: zero, mean, mean(ref.h5), patch(src.h5), add(c, vec.json), "
-                                      "add(c, a.h5 - b.h5), scale(c))");
+                                      "add(c, a.h5 - b.h5), add(c, a.h5 - b.h5, aligned), scale(c))");
   }
 }
 
@@ -352,6 +362,7 @@ std::string InterventionSpec::text() const {
           args += " - ";
           args += minus;
         }
+        if (aligned) args += ", aligned";
       }
       break;
   }
@@ -413,10 +424,10 @@ InterventionSpec intervention_from_json(const nlohmann::json& j, const std::stri
     };
     for (const auto& [key, v] : j.items()) {
       (void)v;
-      static const char* known[] = {"site", "head", "pos", "row", "step", "neuron", "key", "op", "c", "vector", "source", "minus"};
+      static const char* known[] = {"site", "head", "pos", "row", "step", "neuron", "key", "op", "c", "vector", "source", "minus", "aligned"};
       if (std::find(std::begin(known), std::end(known), key) == std::end(known))
         throw std::invalid_argument(where + ": unknown field '" + key +
-                                    "' (fields: site, head, pos, row, step, neuron, key, op, c, vector, source, minus)");
+                                    "' (fields: site, head, pos, row, step, neuron, key, op, c, vector, source, minus, aligned)");
     }
     if (str("site").empty() || str("op").empty()) throw std::invalid_argument(where + ": needs 'site' and 'op'");
     std::string sel;
@@ -432,6 +443,10 @@ InterventionSpec intervention_from_json(const nlohmann::json& j, const std::stri
     if (op == "scale") args = str("c");
     else if (op == "add") args = str("c") + ", " + (j.contains("vector") ? str("vector") : str("source") + (j.contains("minus") ? " - " + str("minus") : ""));
     else args = str("source");
+    if (op == "add" && j.contains("aligned")) {
+      if (!j.at("aligned").is_boolean()) throw std::invalid_argument(where + ": field 'aligned' must be true or false");
+      if (j.at("aligned").get<bool>()) args += ", aligned";
+    }
     std::string text = str("site");
     if (!sel.empty()) text += "[" + sel + "]";
     text += "=" + op;

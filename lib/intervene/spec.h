@@ -2,6 +2,7 @@
 // (a site: a hook name, its layers and selectors) and how (an op). One parser for every tool:
 //   layers.3.attn.z[head=2]=zero
 //   layers.6.resid_pre[pos=0:]=add(4, love.h5 - hate.h5)
+//   layers.6.resid_pre=add(4, love.h5 - hate.h5, aligned)
 //   layers.0:4.ffn.act[neuron=17|90,pos=-1]=mean(ref.h5)
 // and the same as JSON objects ({"site": "layers.3.attn.z", "head": 2, "op": "zero"}).
 // Parsing checks the text only; what depends on the model or the run (layer, head and position
@@ -62,6 +63,10 @@ struct InterventionSpec {
   std::string vector_file;   // add: JSON array or whitespace-separated numbers
   std::string source;        // patch, mean, add: a trace file
   std::string minus;         // add: the trace subtracted from `source`
+  // add of traces: false, one vector (row 0's last prompt position of A minus B's) added at every
+  // selected position; true, A - B position by position ([T, D]: position p gets the
+  // difference at p, from position 0; positions at or past T are left alone), as ActAdd does.
+  bool aligned = false;
   // In memory instead of the files above (the Python module: a run_with_cache cache, a numpy
   // vector); `source`, `minus` and `vector_file` then hold the label the text shows ("<cache>").
   std::shared_ptr<const MemorySource> source_memory, minus_memory;

@@ -36,6 +36,8 @@ double widest(const std::vector<std::string>& labels, size_t chars, double font)
 // only every n-th label is written.
 std::string grid_svg(const GridPicture& g) {
   const int nr = int(g.row_labels.size()), nc = int(g.col_labels.size());
+  const double low = g.is_signed ? -1.0 : 0.0;   // the value at the colour scale's left end
+  auto colour = [&](double v) { return g.is_signed ? signed_colour(v) : probability_colour(v); };
   const double y_title_len = text_width(g.y_label, 15);
   // The cell size fixes the label font, which fixes the margins, which fix the cell size:
   // two passes from the largest cell settle it.
@@ -93,13 +95,13 @@ std::string grid_svg(const GridPicture& g) {
       char num[32];
       std::snprintf(num, sizeof num, "%.3g", v);
       o << "<rect x=\"" << left + c * cell << "\" y=\"" << top + r * cell << "\" width=\"" << cell - 1 << "\" height=\""
-        << cell - 1 << "\" fill=\"" << probability_colour(v) << "\"><title>"
+        << cell - 1 << "\" fill=\"" << colour(v) << "\"><title>"
         << xml_escape(g.row_labels[size_t(r)] + " \u2192 " + g.col_labels[size_t(c)] + ": " + num) << "</title></rect>\n";
-      if (g.print_values && value_font >= 7 && v >= 0.005) {
+      if (g.print_values && value_font >= 7 && std::fabs(v) >= 0.005) {
         char two[16];
         std::snprintf(two, sizeof two, "%.2f", v);
         o << svg_text(left + c * cell + (cell - 1) / 2.0, top + r * cell + (cell - 1) / 2.0 + value_font * 0.35, two, "middle",
-                      "font-size=\"" + std::to_string(value_font) + "\" fill=\"" + (v > 0.5 ? "#fff" : "#000") + "\"");
+                      "font-size=\"" + std::to_string(value_font) + "\" fill=\"" + (std::fabs(v) > 0.5 ? "#fff" : "#000") + "\"");
       }
     }
   int y = top + nr * cell + 8;
@@ -117,12 +119,12 @@ std::string grid_svg(const GridPicture& g) {
   y += 8;
   for (int i = 0; i < 20; ++i)
     o << "<rect x=\"" << 16 + i * lw / 20 << "\" y=\"" << y << "\" width=\"" << lw / 20 + 1 << "\" height=\"16\" fill=\""
-      << probability_colour(i / 19.0) << "\"/>\n";
+      << colour(low + (1 - low) * i / 19.0) << "\"/>\n";
   o << "<rect x=\"16\" y=\"" << y << "\" width=\"" << lw << "\" height=\"16\" fill=\"none\" stroke=\"#888\"/>\n";
   for (const auto& [v, label] : g.legend_stops) {
     // The end stops are aligned inward so that "0 = corrupted" does not run off the left edge.
-    const std::string anchor = v <= 0 ? "start" : v >= 1 ? "end" : "middle";
-    o << svg_text(16 + v * lw, y + 30, label, anchor, "font-size=\"12\"");
+    const std::string anchor = v <= low ? "start" : v >= 1 ? "end" : "middle";
+    o << svg_text(16 + (v - low) / (1 - low) * lw, y + 30, label, anchor, "font-size=\"12\"");
   }
   y += 30;
   for (const std::string& line : caption) {

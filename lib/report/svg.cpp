@@ -33,6 +33,17 @@ std::string probability_colour(double p) {
   return buf;
 }
 
+std::string signed_colour(double v) {
+  const double t = std::isnan(v) ? 0.0 : std::clamp(v, -1.0, 1.0);
+  if (t >= 0) return probability_colour(t);
+  char buf[8];
+  // white (255,255,255) -> dark red (103,0,13), the red end of ColorBrewer's RdBu.
+  const double a = -t;
+  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", int(255 - a * (255 - 103) + 0.5), int(255 - a * 255 + 0.5),
+                int(255 - a * (255 - 13) + 0.5));
+  return buf;
+}
+
 std::string svg_document(int width, int height, const std::string& body, int font_size) {
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height << "\" viewBox=\"0 0 "

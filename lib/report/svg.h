@@ -11,6 +11,9 @@ std::string xml_escape(const std::string& s);
 
 // A probability (0..1, clamped) as a colour from white to dark blue: "#rrggbb".
 std::string probability_colour(double p);
+// A signed value (-1..1, clamped) on a diverging scale: dark red at -1, white at 0, dark blue
+// at 1 (probability_colour's blue), so that a negative value is as visible as a positive one.
+std::string signed_colour(double v);
 
 // Wraps `body` in an <svg> of the given size with a white background; font sizes in the body
 // are relative to `font_size` px. Readable at 1280x720 when width <= ~1280.

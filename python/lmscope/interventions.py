@@ -122,18 +122,24 @@ class Patch(Intervention):
 
 class Add(Intervention):
     """x += c * vector: `source` a vector (a numpy array or list of numbers, a vector file: JSON
-    array or numbers), a trace or a cache; with `minus`, the difference of two runs' same site
-    (ActAdd: the last prompt position of row 0 of each)."""
+    array or numbers), a trace or a cache; with `minus`, the difference of two runs' same site.
+    Of two runs, by default one steering vector: the last prompt position of row 0 of each,
+    added at every selected position. aligned=True: ActAdd as Turner et al. do it, the two
+    prompts' difference position by position ([T, D], prompts of one length), position p of
+    this run getting the difference at p and positions from T on nothing."""
 
     op = "add"
 
-    def __init__(self, site: str, c: float, source, minus=None, **selectors):
+    def __init__(self, site: str, c: float, source, minus=None, aligned: bool = False, **selectors):
         super().__init__(site, **selectors)
         self.c = float(c)
         self.vector = None
+        self.aligned = bool(aligned)
         if isinstance(source, (np.ndarray, list, tuple)):
             if minus is not None:
                 raise ValueError("Add: `minus` subtracts a run from a run; give a trace or cache, not a vector")
+            if self.aligned:
+                raise ValueError("Add: aligned=True takes runs (traces or caches); a vector has no positions to align")
             self.vector = np.ascontiguousarray(source, dtype=np.float64)
             self.source = None
         else:
@@ -144,4 +150,4 @@ class Add(Intervention):
         if self.vector is not None:
             return "add(%r, <array>)" % self.c
         what = _label(self.source) if self.minus is None else "%s - %s" % (_label(self.source), _label(self.minus))
-        return "add(%r, %s)" % (self.c, what)
+        return "add(%r, %s%s)" % (self.c, what, ", aligned" if self.aligned else "")

@@ -54,6 +54,10 @@ TEST(InterventionSpec, ParsesEveryOp) {
   EXPECT_DOUBLE_EQ(a.c, 4);
   EXPECT_EQ(a.source, "love.h5");
   EXPECT_EQ(a.minus, "hate.h5");
+  EXPECT_FALSE(a.aligned);
+  InterventionSpec aa = parse_intervention("layers.6.resid_pre=add(4, love.h5 - hate.h5 , aligned)");
+  EXPECT_TRUE(aa.aligned);
+  EXPECT_EQ(aa.minus, "hate.h5");
   InterventionSpec av = parse_intervention("embed=add(-2.5, steer.json)");
   EXPECT_EQ(av.vector_file, "steer.json");
   EXPECT_DOUBLE_EQ(av.c, -2.5);
@@ -70,6 +74,7 @@ TEST(InterventionSpec, CanonicalTextRoundTrips) {
   for (const char* text :
        {"layers.3.attn.z[head=2]=zero", "layers.0:4.ffn.act[neuron=17|90,pos=-1]=mean(ref.h5)",
         "layers.*.resid_post=mean", "layers.6.resid_pre[pos=2:]=add(4, love.h5 - hate.h5)", "embed=add(-2.5, steer.json)",
+        "layers.6.resid_pre=add(4, love.h5 - hate.h5, aligned)", "layers.6.resid_pre=add(4, love.h5, aligned)",
         "layers.2.attn.probs[head=1,key=0,row=1,step=1:]=scale(0.5)", "layers.1.attn.k_rope[head=0,pos=-3:-1]=patch(a.h5)"}) {
     const InterventionSpec s = parse_intervention(text);
     EXPECT_EQ(s.text(), text);
@@ -82,6 +87,12 @@ TEST(InterventionSpec, JsonObjectMeansTheSameAsText) {
   const InterventionSpec s = intervention_from_json(j, "/data", "test");
   EXPECT_EQ(s.text(), "layers.3.attn.z[head=2,pos=-1]=add(4, /data/v.json)");
   EXPECT_EQ(intervention_from_json(nlohmann::json("embed=zero"), "", "test").text(), "embed=zero");
+  const nlohmann::json aligned = {{"site", "layers.6.resid_pre"}, {"op", "add"}, {"c", 4}, {"source", "a.h5"},
+                                  {"minus", "b.h5"}, {"aligned", true}};
+  EXPECT_EQ(intervention_from_json(aligned, "/d", "test").text(), "layers.6.resid_pre=add(4, /d/a.h5 - /d/b.h5, aligned)");
+  nlohmann::json not_bool = aligned;
+  not_bool["aligned"] = "yes";
+  EXPECT_THROW(intervention_from_json(not_bool, "", "t"), std::invalid_argument);
   EXPECT_THROW(intervention_from_json(nlohmann::json{{"site", "embed"}, {"op", "zero"}, {"heads", 1}}, "", "t"),
                std::invalid_argument);
 }
@@ -115,6 +126,8 @@ TEST(InterventionSpec, MalformedSpecsAreOneLine) {
       {"layers.3.resid_pre=scale(nan)", "is not a finite number"},
       {"layers.3.resid_pre=scale", "scale needs a factor"},
       {"layers.3.resid_pre=add(2)", "add needs a coefficient and a vector"},
+      {"layers.3.resid_pre=add(2, a.h5 - b.h5, by_row)", "unknown third argument 'by_row'"},
+      {"layers.3.resid_pre=add(2, steer.json, aligned)", "a vector has no positions to align"},
       {"layers.3.resid_pre=patch", "patch needs the trace"},
       {"layers.3.resid_pre=patch(a.json)", "patch needs the trace"},
       {"layers.3.resid_pre=zero(1)", "takes no arguments"},

@@ -87,3 +87,52 @@ def test_bad_memory_sources_are_one_line_value_errors(tiny):
         assert needle in str(e.value) and "\n" not in str(e.value), (str(iv), str(e.value))
     with pytest.raises(ValueError, match="minus"):
         lmscope.Add("embed", 1, np.ones(D), minus=no_z)
+
+
+def test_aligned_add_adds_the_pairs_difference_position_by_position(tmp_path, tiny):
+    """ActAdd's form: position p of the steered run gets c * (A[p] - B[p]) for p below the pair's
+    length, and later positions nothing. Checked against the unsteered run's own resid_pre plus
+    the arithmetic, at the layer edited (nothing upstream of it changed)."""
+    site = "layers.1.resid_pre"
+    _, a = tiny.run_with_cache(TINY_IDS, names=[site])
+    _, b = tiny.run_with_cache(OTHER_IDS, names=[site])
+    steered_ids = TINY_IDS + [5, 6, 7]                         # 14 tokens, the pair has 11
+    _, clean = tiny.run_with_cache(steered_ids, names=[site])
+    _, steered = tiny.run_with_cache(steered_ids, names=[site], hooks=[lmscope.Add(site, 2.0, a, minus=b, aligned=True)])
+    diff = a[site][0] - b[site][0]                             # [11, D]
+    np.testing.assert_allclose(steered[site][0, :11], clean[site][0, :11] + 2.0 * diff, rtol=0, atol=1e-5)
+    np.testing.assert_array_equal(steered[site][0, 11:], clean[site][0, 11:])
+    # The same from trace files, bit for bit.
+    a_h5 = trace_of(tiny, TINY_IDS, tmp_path / "a.h5", site)
+    b_h5 = trace_of(tiny, OTHER_IDS, tmp_path / "b.h5", site)
+    files = lmscope.Add(site, 2.0, a_h5, minus=b_h5, aligned=True)
+    assert str(files).endswith(" - %s, aligned)" % b_h5)
+    np.testing.assert_array_equal(tiny.run_with_hooks(steered_ids, hooks=[files]),
+                                  tiny.run_with_hooks(steered_ids, hooks=[lmscope.Add(site, 2.0, a, minus=b, aligned=True)]))
+
+
+def test_a_source_with_an_empty_prompt_is_refused(tmp_path, tiny):
+    """A source row of 0 prompt tokens has no position to read (the last one would be -1)."""
+    site = "layers.1.resid_pre"
+    D = tiny.info["hidden_size"]
+    _, real = tiny.run_with_cache(TINY_IDS, names=[site])
+    empty = lmscope.ActivationCache({site: np.zeros((1, 0, D), dtype=np.float32)},
+                                    run_info=dict(real.run_info, prompt_lengths=[0]))
+    h5 = trace_of(tiny, TINY_IDS, tmp_path / "empty.h5", site)
+    with h5py.File(h5, "r+") as f:
+        f.attrs["prompts"] = "[[]]"
+    _, short = tiny.run_with_cache(TINY_IDS[:5], names=[site])
+    cases = [
+        (lmscope.Add(site, 1, empty), "row 0's prompt has 0 tokens"),
+        (lmscope.Add(site, 1, real, minus=empty), "row 0's prompt has 0 tokens"),
+        (lmscope.Mean(site, empty), "row 0's prompt has 0 tokens"),
+        (lmscope.Patch(site, empty), "row 0's prompt has 0 tokens"),
+        (lmscope.Add(site, 1, h5), "row 0's prompt has 0 tokens"),
+        (lmscope.Add(site, 1, real, minus=short, aligned=True), "pad the shorter prompt"),
+    ]
+    for iv, needle in cases:
+        with pytest.raises(ValueError) as e:
+            tiny.run_with_hooks(OTHER_IDS, hooks=[iv])
+        assert needle in str(e.value) and "\n" not in str(e.value), (str(iv), str(e.value))
+    with pytest.raises(ValueError, match="no positions to align"):
+        lmscope.Add(site, 1, np.ones(D), aligned=True)
