@@ -108,6 +108,10 @@ LMSCOPE_AVX2_ONLY void dequantize_panel_avx2(const QuantBlocks& W, int64_t row0,
       }
       continue;
     }
+    if (W.type == BlockType::Q5_0) {   // the loader's own per-block function (no vector body yet)
+      for (int64_t k = 0; k < nb; ++k, blk += W.block_bytes(), y += 32) dequantize_block(W.type, blk, y);
+      continue;
+    }
     for (int64_t k = 0; k < nb; ++k, blk += W.block_bytes(), y += 32) {
       const __m256 d = _mm256_set1_ps(f16_to_f32(uint16_t(blk[0] | (blk[1] << 8))));
       if (W.type == BlockType::Q8_0) {
