@@ -16,7 +16,8 @@
 namespace lmscope {
 
 namespace {
-constexpr BlockType kTypes[] = {BlockType::Q8_0, BlockType::Q4_1, BlockType::Q4_K, BlockType::Q5_K, BlockType::Q6_K};
+constexpr BlockType kTypes[] = {BlockType::Q8_0, BlockType::Q4_1, BlockType::Q4_K, BlockType::Q5_K, BlockType::Q6_K,
+                                BlockType::Q5_0};
 }
 
 const char* block_type_name(BlockType t) {
@@ -26,6 +27,7 @@ const char* block_type_name(BlockType t) {
     case BlockType::Q4_K: return "Q4_K";
     case BlockType::Q5_K: return "Q5_K";
     case BlockType::Q6_K: return "Q6_K";
+    case BlockType::Q5_0: return "Q5_0";
   }
   return "?";
 }
@@ -46,6 +48,7 @@ void dequantize_block(BlockType type, const uint8_t* blk, float* y) {
     case BlockType::Q4_K: return quant::dequant_q4_k(blk, y);
     case BlockType::Q5_K: return quant::dequant_q5_k(blk, y);
     case BlockType::Q6_K: return quant::dequant_q6_k(blk, y);
+    case BlockType::Q5_0: return quant::dequant_q5_0(blk, y);
   }
 }
 

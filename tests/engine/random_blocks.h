@@ -1,4 +1,4 @@
-// Random GGUF blocks for the CPU matmul tests: [O, I] of Q8_0, Q4_1, Q4_K, Q5_K or Q6_K with
+// Random GGUF blocks for the CPU matmul tests: [O, I] of Q8_0, Q4_1, Q5_0, Q4_K, Q5_K or Q6_K with
 // scales of either sign and every nibble/byte value used (a K-quant's 6-bit sub-block scales
 // and mins too), and the same weights as float32 dequantized block by block with the loader's
 // per-block functions (kernels/quant_blocks.cuh), the reference; random activations and the
@@ -58,8 +58,8 @@ inline RandomBlocks random_blocks(BlockType type, int64_t O, int64_t I, uint64_t
 
 // Each block type, for the tests that go over all of them.
 inline const std::vector<BlockType>& all_block_types() {
-  static const std::vector<BlockType> types = {BlockType::Q8_0, BlockType::Q4_1, BlockType::Q4_K, BlockType::Q5_K,
-                                               BlockType::Q6_K};
+  static const std::vector<BlockType> types = {BlockType::Q8_0, BlockType::Q4_1, BlockType::Q5_0,
+                                               BlockType::Q4_K, BlockType::Q5_K, BlockType::Q6_K};
   return types;
 }
 

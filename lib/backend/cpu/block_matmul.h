@@ -1,5 +1,5 @@
 // Decode's matmul over GGUF blocks: out[N,O] = x[N,I] @ W[O,I]^T (+ bias[O]) with W held as
-// Q8_0, Q4_1, Q4_K, Q5_K or Q6_K blocks (tensor/quant_blocks.h), for a few rows (decode: N =
+// Q8_0, Q4_1, Q5_0, Q4_K, Q5_K or Q6_K blocks (tensor/quant_blocks.h), for a few rows (decode: N =
 // batch). A decode step is bound by reading the weights; the blocks are 4.5-7x smaller than
 // float32 values (SmolLM2 Q4_1: 92 MB against 540 MB per token).
 //
@@ -47,6 +47,10 @@ bool block_matmul_avx512_available();
 // Outputs [o0, o1) only, on the calling thread (what each thread of block_matmul_avx512 runs).
 void block_matmul_avx512_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
                                  int64_t o0, int64_t o1);
+// The Q5_0 body of the AVX2 kernel, which the AVX-512 one runs too for a Q5_0 W (a Q5_0 row
+// is at most a few hundred blocks: the fallback of rows whose width is not a multiple of 256).
+void block_matmul_q5_0_avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
+                                    int64_t o0, int64_t o1);
 // The K-quant bodies the two take for a Q4_K/Q5_K/Q6_K W (block_matmul_k_x86.h).
 void block_matmul_k_avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
                                  int64_t o0, int64_t o1);

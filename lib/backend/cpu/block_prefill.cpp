@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -41,6 +42,25 @@ LMSCOPE_AVX2_ONLY inline void store8(float* y, __m128i bytes8, bool is_signed, _
 // 8 bytes at p, each widened to a 32-bit lane.
 LMSCOPE_AVX2_ONLY inline __m256i widen8(const uint8_t* p) {
   return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+
+// A Q5_0 block: y = d * q, q = (nibble | fifth bit << 4) - 16, each product rounded on its own
+// (quant::dequant_q5_0). Element e's nibble: the low one of byte e for e < 16, else the high one
+// of byte e - 16; its fifth bit: bit e of the 32-bit qh, brought down by a per-lane shift.
+LMSCOPE_AVX2_ONLY void q5_0_block(const uint8_t* blk, float* y) {
+  const __m256 d = _mm256_set1_ps(quant::load_f16(blk));
+  uint32_t qh;
+  std::memcpy(&qh, blk + 2, 4);
+  const __m256i lo = widen8(blk + 6), hi = widen8(blk + 14), low4 = _mm256_set1_epi32(0x0F);
+  const __m256i nib[4] = {_mm256_and_si256(lo, low4), _mm256_and_si256(hi, low4), _mm256_srli_epi32(lo, 4),
+                          _mm256_srli_epi32(hi, 4)};   // elements 0-7, 8-15, 16-23, 24-31
+  const __m256i bits = _mm256_set1_epi32(int(qh)), one = _mm256_set1_epi32(1), sixteen = _mm256_set1_epi32(16);
+  __m256i e = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int k = 0; k < 4; ++k, e = _mm256_add_epi32(e, _mm256_set1_epi32(8))) {
+    const __m256i fifth = _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(bits, e), one), 4);
+    const __m256i q = _mm256_sub_epi32(_mm256_or_si256(nib[k], fifth), sixteen);
+    _mm256_storeu_ps(y + 8 * k, _mm256_mul_ps(d, _mm256_cvtepi32_ps(q)));
+  }
 }
 
 // A Q4_K/Q5_K super-block: y = (d * sc) * q - (dmin * m) per sub-block of 32, the scales
@@ -106,6 +126,10 @@ LMSCOPE_AVX2_ONLY void dequantize_panel_avx2(const QuantBlocks& W, int64_t row0,
         else
           k4_block(blk, W.type == BlockType::Q5_K, y);
       }
+      continue;
+    }
+    if (W.type == BlockType::Q5_0) {
+      for (int64_t k = 0; k < nb; ++k, blk += W.block_bytes(), y += 32) q5_0_block(blk, y);
       continue;
     }
     for (int64_t k = 0; k < nb; ++k, blk += W.block_bytes(), y += 32) {

@@ -164,7 +164,7 @@ void CpuBackend::linear_group(const Tensor& x, std::initializer_list<LinearJob> 
     const QuantBlocks* q = j.W->blocks().get();
     // under q8 the rows are quantized once for all the jobs: every weight a K-quant, or none
     const bool mixed = q8 && q && !blocked.empty() && is_k_quant(q->type) != is_k_quant(blocked[0].W->type);
-    if (!q || mixed || !(q8 || decodes_over_blocks(N)) || q->rows != j.W->dim(0) || q->cols != I || j.W->dim(1) != I ||
+    if (!q || mixed || (q8 && !quantizes(*j.W)) || !(q8 || decodes_over_blocks(N)) || q->rows != j.W->dim(0) || q->cols != I || j.W->dim(1) != I ||
         j.out->numel() != N * q->rows)
       return Backend::linear_group(x, jobs);
     blocked.push_back({j.out->f32(), q, j.bias->defined() && j.bias->numel() > 0 ? j.bias->f32() : nullptr});
