@@ -83,8 +83,9 @@ def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]],
         tasks = _shard_tasks(corpus, kind, field, docs_per_shard, set(todo))
         if ray is not None:
             from .collection_ray import run_on_ray
-            run_on_ray(ray, model, options, tasks, workers, threads or 1,
-                       lambda data, entry: _record(out, manifest, data, entry, bar))
+            retried = run_on_ray(ray, model, options, tasks, workers, threads or 1,
+                                 lambda data, entry: _record(out, manifest, data, entry, bar))
+            manifest["shards_retried"] = manifest.get("shards_retried", 0) + retried   # on another worker
         elif workers == 1 or len(todo) <= 1:
             worker = ShardWorker(model, options)
             for index, docs in tasks:

@@ -61,10 +61,11 @@ def connect(address: str):
     return ray, True
 
 
-def run_on_ray(address, model, options: Options, tasks, workers, threads, record) -> None:
+def run_on_ray(address, model, options: Options, tasks, workers, threads, record) -> int:
     """Runs the shards of `tasks` ((index, docs) pairs, streamed) on `workers` actors of
     `threads` CPUs each; record(data, entry) is called for each finished shard, in this
-    process. At most one shard per actor is held here besides the queue of returned ones."""
+    process. At most one shard per actor is held here besides the queue of returned ones.
+    Returns how many times a shard was given to another actor because its own died."""
     ray, started = connect(address)
     remote = ray.remote(num_cpus=threads, max_restarts=0,
                         runtime_env={"env_vars": {"OMP_NUM_THREADS": str(threads)}})(RayShardWorker)
@@ -98,6 +99,7 @@ def run_on_ray(address, model, options: Options, tasks, workers, threads, record
                 raise (e.cause if isinstance(e.cause, ValueError) else ValueError(str(e).splitlines()[0])) from None
             record(data, entry)
             idle.append(actor)
+        return sum(retries.values())
     finally:
         for actor in idle + [a for a, _ in running.values()]:
             ray.kill(actor)
