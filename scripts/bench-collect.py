@@ -10,11 +10,18 @@ Prints tokens/s of:
             this process, one thread;
   collect   lmscope.collect of two D-wide hooks (layers.10/20.resid_post), one worker;
   workers=2 the same with two worker processes of one thread each (the machine's cores
-            permitting).
+            permitting);
+  ray       with --ray: the same two workers as Ray actors on a local cluster of two nodes of
+            one CPU each (ray.cluster_utils.Cluster; needs ray).
+Each collect row times the whole call: model load and sha256, the corpus scan, the shards.
+Besides wall-clock tokens/s, each local row gives tokens per CPU-second (this process's CPU
+time, plus its finished worker processes'): on a machine others load, the wall clock measures
+them too, the CPU time mostly not.
 The corpus: the first --docs lines of walkthroughs/data/zh-en-corpus.txt.
 """
 import argparse
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -32,6 +39,7 @@ def main():
     p.add_argument("--docs-per-shard", type=int, default=250)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--hooks", default="layers.10.resid_post,layers.20.resid_post")
+    p.add_argument("--ray", action="store_true", help="also time a local two-node Ray cluster")
     a = p.parse_args()
     if os.environ.get("OMP_NUM_THREADS") != "1":
         sys.exit("run with OMP_NUM_THREADS=1 (one thread per worker is what is compared)")
@@ -51,27 +59,55 @@ def main():
         pieces.sort(key=len)
         batches += [pieces[b:b + a.batch_size] for b in range(0, len(pieces), a.batch_size)]
     tokens = sum(len(x) for b in batches for x in b)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_seconds()
     for b in batches:
         worker.model._run(b, names="", keep_steps=0, max_new_tokens=1, padding_side="left")
     bare = tokens / (time.perf_counter() - t0)
+    bare_cpu = tokens / (cpu_seconds() - c0)
     del worker
 
-    rates = {}
-    for workers in (1, 2):
-        out = os.path.join(tmp, "acts-%d" % workers)
-        t0 = time.perf_counter()
+    rates, cpu = {}, {}
+    runs = [(1, None), (2, None)]
+    if a.ray:
+        from ray.cluster_utils import Cluster
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+        cluster.add_node(num_cpus=1)
+        runs.append((2, cluster.address))
+    for workers, ray in runs:
+        out = os.path.join(tmp, "acts-%d-%s" % (workers, "ray" if ray else "local"))
+        t0, c0 = time.perf_counter(), cpu_seconds()
         m = lmscope.collect(a.model, corpus, out, a.hooks, docs_per_shard=a.docs_per_shard, batch_size=a.batch_size,
-                            workers=workers, threads=1, progress=False)
-        rates[workers] = m["tokens"] / (time.perf_counter() - t0)
+                            workers=workers, threads=1, progress=False, ray=ray)
+        rates[workers, ray] = m["tokens"] / (time.perf_counter() - t0)
+        cpu[workers, ray] = m["tokens"] / (cpu_seconds() - c0)
         assert m["tokens"] == tokens
+    if a.ray:
+        cluster.shutdown()
     print("%d documents, %d tokens, hooks %s, batch %d, %d documents per shard"
           % (len(docs), tokens, a.hooks, a.batch_size, a.docs_per_shard))
-    print("| run | tokens/s | ratio |")
-    print("| --- | ---: | ---: |")
-    print("| bare forward, 1 thread | %.0f | 1.00 |" % bare)
-    print("| collect, 1 worker | %.0f | %.2f of bare |" % (rates[1], rates[1] / bare))
-    print("| collect, 2 workers x 1 thread | %.0f | %.2f x 1 worker |" % (rates[2], rates[2] / rates[1]))
+    print("load average before: %s" % LOAD)
+    print("| run | tokens/s (wall) | ratio | tokens per CPU-second | ratio |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| bare forward, 1 thread | %.0f | 1.00 | %.0f | 1.00 |" % (bare, bare_cpu))
+    one, two = rates[1, None], rates[2, None]
+    print("| collect, 1 worker | %.0f | %.2f of bare | %.0f | %.2f of bare |"
+          % (one, one / bare, cpu[1, None], cpu[1, None] / bare_cpu))
+    print("| collect, 2 workers x 1 thread | %.0f | %.2f x 1 worker | %.0f | %.2f of bare |"
+          % (two, two / one, cpu[2, None], cpu[2, None] / bare_cpu))
+    for (workers, ray), rate in rates.items():
+        if ray:
+            print("| collect on Ray, 2 nodes x 1 actor x 1 thread | %.0f | %.2f of 2 local workers | | |"
+                  % (rate, rate / two))
+    print("load average after: %s" % open("/proc/loadavg").read().strip())
+
+
+LOAD = open("/proc/loadavg").read().strip()
+
+
+def cpu_seconds() -> float:
+    """User + system time of this process and of its children that have ended."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 if __name__ == "__main__":

@@ -355,9 +355,13 @@ class _Progress:
         self._show("\r" if self.tty else "")
 
     def finish(self):
-        if self.enabled:
+        """The final line: in place on a terminal; elsewhere each shard has had its line, so
+        only a run that found every shard done says so."""
+        if self.tty:
             self._show("\r")
             sys.stderr.write("\n")
+        elif self.enabled and self.tokens == self.skipped:
+            self._show("")
 
     def _show(self, lead):
         if not self.enabled:
