@@ -301,3 +301,29 @@ def test_the_reader_refuses_a_changed_shard_and_shuffles_within_its_buffer(tmp_p
     shard.write_bytes(bytes(data))
     with pytest.raises(ValueError, match="shard-00003.h5 does not match the manifest's sha256"):
         lmscope.ActivationDataset(out)
+
+
+def test_a_full_disk_mid_run_is_one_line_keeps_finished_shards_and_resumes(tmp_path):
+    """A file-size limit (ulimit -f) stands in for a full disk: the writer's error is one line,
+    the shards before it stay whole, and the same command without the limit finishes the run."""
+    import resource
+    corpus = tmp_path / "c.ids"
+    rng = np.random.default_rng(12)
+    lines = [rng.integers(1, 1024, 5) for _ in range(40)] + [rng.integers(1, 1024, 100) for _ in range(10)]
+    corpus.write_text("".join(" ".join(map(str, l)) + "\n" for l in lines))
+    out = tmp_path / "acts"
+    args = ["--model", TINY, "--corpus", corpus, "--out", out, "--hooks", "layers.1.resid_post",
+            "--docs-per-shard", 10, "--quiet"]
+    env = dict(os.environ, LMSCOPE_PYTHON_BUILD=os.path.join(BUILD, "python"), OMP_NUM_THREADS="1")
+    limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))   # shard 4: ~260 KB
+    r = subprocess.run([sys.executable, TOOL, *map(str, args)], env=env, capture_output=True, text=True,
+                       preexec_fn=limit)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert "cannot write '%s'" % (out / "shard-00004.h5") in r.stderr and "File too large" in r.stderr, r.stderr
+    m = json.loads((out / "collection.json").read_text())
+    assert [e["file"] for e in m["shards"]] == ["shard-%05d.h5" % i for i in range(4)] and not m["complete"]
+    assert not (out / "shard-00004.h5").exists() and not [n for n in os.listdir(out) if ".partial." in n]
+    status, _, stderr = cli(*args)
+    assert status == 0, stderr
+    assert cli(*[a if a != out else tmp_path / "whole" for a in args])[0] == 0
+    assert shard_hashes(out) == shard_hashes(tmp_path / "whole")
