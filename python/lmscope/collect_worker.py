@@ -22,7 +22,8 @@ class Options:
     """Everything that decides what a collection holds (the manifest's "options")."""
     hooks: List[str]                 # lmscope hook names, expanded (no globs)
     positions: str = "all"           # "all", "last" or a slice "A:B" over a piece's positions
-    chat: bool = False               # each document as a user message in the chat template
+    chat: str = ""                   # "": plain; else each document as a user message in this chat
+                                     # format: "template" (the tokenizer's own), "chatml", "deepseek-r1"
     long: str = "refuse"             # a piece longer than max_tokens: refuse, split or truncate
     max_tokens: int = 0              # the longest piece (the model's positions unless asked)
     docs_per_shard: int = 256
@@ -94,7 +95,10 @@ class ShardWorker:
         if not isinstance(content, str):
             return list(content)
         if self.options.chat:
-            text = self.model.apply_chat_template([{"role": "user", "content": content}])
+            try:
+                text = self.model.apply_chat_template([{"role": "user", "content": content}], format=self.options.chat)
+            except RuntimeError as e:          # no template beside the model, an unknown format
+                raise ValueError("chat: %s" % e) from None
             return list(self.model._engine.encode(text, False)[0])
         return list(self.model._engine.encode(content, True)[0])
 

@@ -33,7 +33,7 @@ LOCK = "collection.lock"
 
 
 def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]], positions: str = "all",
-            format: str = "auto", field: str = "text", chat: bool = False, long: str = "refuse",
+            format: str = "auto", field: str = "text", chat: Union[bool, str] = False, long: str = "refuse",
             max_tokens: Optional[int] = None, docs_per_shard: int = 256, batch_size: int = 8, dtype: str = "f32",
             workers: int = 1, threads: Optional[int] = None, backend: str = "cpu", cpu_activations: str = "f32",
             progress: bool = True, ray: Optional[str] = None) -> dict:
@@ -42,8 +42,11 @@ def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]],
     or one that another collection is writing. `threads`: OpenMP threads of each worker
     process (default: the cores shared out among the workers; on Ray, 1). `ray`: "auto" or
     a cluster's address: the shards run on `workers` Ray actors (collection_ray.py) instead
-    of local processes."""
+    of local processes. `chat`: True (the tokenizer's own template), "chatml" or
+    "deepseek-r1" puts each document in a user message of that chat format."""
     kind = _corpus.kind_of(corpus, format)
+    if chat and kind == "ids":
+        raise ValueError("chat: a corpus of token ids has no text to put in the chat template")
     _check_choices(positions, long, dtype, docs_per_shard, batch_size, workers)
     out = os.path.abspath(out)
     _refuse_foreign_directory(out)
@@ -57,6 +60,7 @@ def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]],
     if not 1 <= limit <= positions_left:
         raise ValueError("max_tokens %d: give 1..%d (the model's positions, less the one a run generates)"
                          % (limit, positions_left))
+    chat = "template" if chat is True else (chat or "")
     options = Options(hooks=_expand_hooks(hooks, lead.info["num_layers"]), positions=positions, chat=chat, long=long,
                       max_tokens=limit, docs_per_shard=docs_per_shard, batch_size=batch_size, dtype=dtype,
                       backend=backend, cpu_activations=cpu_activations)
@@ -81,7 +85,9 @@ def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]],
         bar = _Progress(counts["tokens"], manifest["num_shards"], progress)
         bar.skip(sum(e["tokens"] for e in manifest["shards"]), len(manifest["shards"]))
         tasks = _shard_tasks(corpus, kind, field, docs_per_shard, set(todo))
-        if ray is not None:
+        if not todo:
+            pass                       # every shard is done: nothing to load
+        elif ray is not None:
             from .collection_ray import run_on_ray
             retried = run_on_ray(ray, model, options, tasks, workers, threads or 1,
                                  lambda data, entry: _record(out, manifest, data, entry, bar))
@@ -389,7 +395,8 @@ def main(argv=None) -> int:
     p.add_argument("--positions", default="all", help="all (default), last, or a range A:B of each piece")
     p.add_argument("--format", default="auto", choices=("auto",) + _corpus.KINDS)
     p.add_argument("--field", default="text", help="the JSONL field holding the text (default text)")
-    p.add_argument("--chat", action="store_true", help="each document as a user message in the chat template")
+    p.add_argument("--chat", nargs="?", const="template", default="", metavar="FORMAT",
+                   help="each document as a user message in the model's chat template (or FORMAT: chatml, deepseek-r1)")
     long = p.add_mutually_exclusive_group()
     long.add_argument("--split", action="store_true", help="split a document longer than --max-tokens")
     long.add_argument("--truncate", action="store_true", help="keep the first --max-tokens of a longer one")

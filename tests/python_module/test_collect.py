@@ -327,3 +327,21 @@ def test_a_full_disk_mid_run_is_one_line_keeps_finished_shards_and_resumes(tmp_p
     assert status == 0, stderr
     assert cli(*[a if a != out else tmp_path / "whole" for a in args])[0] == 0
     assert shard_hashes(out) == shard_hashes(tmp_path / "whole")
+
+
+def test_chat_wraps_each_document_in_the_template(tiny, tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello world\nthe cat sat\n", encoding="utf-8")
+    lmscope.collect(TINY, corpus, tmp_path / "acts", "layers.0.resid_post", chat="chatml", progress=False)
+    got = lmscope.ActivationDataset(tmp_path / "acts").shard(0)
+    for doc, text in enumerate(["hello world", "the cat sat"]):
+        prompt = tiny.apply_chat_template([{"role": "user", "content": text}], format="chatml")
+        ids = got["token"][got["doc"] == doc].tolist()
+        assert tiny.decode(ids) == prompt and len(ids) > len(tiny.tokenize(text).ids)
+    # The tiny model's tokenizer has no template of its own: one line, nothing written.
+    status, _, stderr = cli("--model", TINY, "--corpus", corpus, "--out", tmp_path / "own", "--hooks",
+                            "layers.0.resid_post", "--chat")
+    assert status == 1 and stderr.count("\n") == 1 and "chat: the tokenizer has no chat template" in stderr, stderr
+    assert not (tmp_path / "own").exists()
+    with pytest.raises(ValueError, match="a corpus of token ids has no text"):
+        lmscope.collect(TINY, ids_corpus(tmp_path / "c.ids", 2), tmp_path / "ids", "layers.0.resid_post", chat=True)
