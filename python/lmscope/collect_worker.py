@@ -81,10 +81,12 @@ def as_rows(values: np.ndarray, axes: str) -> np.ndarray:
 
 
 class ShardWorker:
-    def __init__(self, model_path: str, options: Options):
+    def __init__(self, model, options: Options):
+        """model: a path (loaded here, as the options say) or an lmscope.Model already loaded."""
         from . import Model
         self.options = options
-        self.model = Model(model_path, backend=options.backend, cpu_activations=options.cpu_activations)
+        self.model = model if isinstance(model, Model) else \
+            Model(model, backend=options.backend, cpu_activations=options.cpu_activations)
         self.layouts = {name: hook_layout(name) for name in options.hooks}
         self.globs = ",".join(options.hooks)
 

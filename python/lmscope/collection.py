@@ -65,9 +65,8 @@ def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]],
                       max_tokens=limit, docs_per_shard=docs_per_shard, batch_size=batch_size, dtype=dtype,
                       backend=backend, cpu_activations=cpu_activations)
     summary = _corpus.scan(corpus, kind, field, lead.info["vocab_size"])
-    scanner = ShardWorker.__new__(ShardWorker)     # its tokenizing half, on the model already loaded
-    scanner.model, scanner.options = lead, options
-    counts = _count_pieces(scanner, _corpus.documents(corpus, kind, field))
+    in_process = ShardWorker(lead, options)        # tokenizes for the scan; runs the shards when alone
+    counts = _count_pieces(in_process, _corpus.documents(corpus, kind, field))
     widths = _hook_widths(lead, options.hooks)
     identity = {
         "model": {"sha256": _model_sha256(model), "num_layers": lead.info["num_layers"],
@@ -75,7 +74,9 @@ def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]],
         "corpus": {"sha256": summary.sha256, "kind": summary.kind, "field": summary.field},
         "options": options.as_dict(),
     }
-    del lead, scanner
+    del lead
+    if ray is not None or workers > 1:
+        del in_process                # the workers load their own
 
     os.makedirs(out, exist_ok=True)
     with _DirectoryLock(out):
@@ -92,10 +93,9 @@ def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]],
             retried = run_on_ray(ray, model, options, tasks, workers, threads or 1,
                                  lambda data, entry: _record(out, manifest, data, entry, bar))
             manifest["shards_retried"] = manifest.get("shards_retried", 0) + retried   # on another worker
-        elif workers == 1 or len(todo) <= 1:
-            worker = ShardWorker(model, options)
+        elif workers == 1:
             for index, docs in tasks:
-                _record(out, manifest, *worker.collect(index, docs, on_batch=bar.advance), bar, batched=True)
+                _record(out, manifest, *in_process.collect(index, docs, on_batch=bar.advance), bar, batched=True)
         else:
             _run_pool(model, options, out, manifest, tasks, workers, threads, bar)
         manifest["complete"] = len(manifest["shards"]) == manifest["num_shards"]
@@ -212,12 +212,12 @@ def _shard_tasks(path, kind, field, docs_per_shard, wanted) -> Iterator[Tuple[in
         yield index, group
 
 
-def _count_pieces(scanner: ShardWorker, docs) -> dict:
+def _count_pieces(worker: ShardWorker, docs) -> dict:
     """Tokens, pieces and long documents of the whole corpus under the policy (a refused long
     document raises here, before anything is written)."""
     counts = {"tokens": 0, "pieces": 0, "long": 0, "dropped": 0}
     for d in docs:
-        pieces, dropped = scanner.pieces(d.doc, d.content)
+        pieces, dropped = worker.pieces(d.doc, d.content)
         counts["tokens"] += sum(len(ids) for _, _, ids in pieces)
         counts["pieces"] += len(pieces)
         counts["long"] += len(pieces) > 1 or dropped > 0
