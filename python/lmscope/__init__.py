@@ -7,6 +7,8 @@
     cache["pattern", 3]                   # the same, by TransformerLens's short name
     m.run_with_hooks(ids, hooks=[("layers.3.attn.z", fn), lmscope.Zero("layers.5.attn.z", head=1)])
     m.generate("Hello", max_new_tokens=20).text
+    lmscope.collect(path, "corpus.txt", "acts/", hooks=["layers.15.resid_post"])   # docs/collect.md
+    lmscope.ActivationDataset("acts/").batches(4096)
 
 Every run is lmscope-trace's run (generate() with Hugging Face's semantics, the same hook
 points and interventions); m.trace(..., out="t.h5") writes the very file lmscope-trace writes.
@@ -27,9 +29,11 @@ from lmscope_trace import Trace  # noqa: F401,E402  (the trace reader, re-export
 
 from . import names as _names  # noqa: E402
 from .interventions import Add, Intervention, Mean, Patch, Scale, Zero  # noqa: F401
+from .activation_dataset import ActivationDataset  # noqa: F401
+from .collection import collect  # noqa: F401
 
 __all__ = ["Model", "ActivationCache", "Generation", "Tokens", "Trace",
-           "Intervention", "Zero", "Scale", "Mean", "Patch", "Add"]
+           "Intervention", "Zero", "Scale", "Mean", "Patch", "Add", "collect", "ActivationDataset"]
 
 Prompt = Union[str, Sequence[int]]
 

@@ -17,12 +17,14 @@
 #include <vector>
 
 #include "intervene/spec.h"
+#include "io/text_file.h"
 #include "model/weights.h"
 #include "python/src/array_sink.h"
 #include "python/src/memory_sources.h"
 #include "python/src/python_hooks.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/encode_trace.h"
+#include "trace/hooks.h"
 #include "tools/model_args.h"
 
 namespace pyb = pybind11;
@@ -282,4 +284,29 @@ PYBIND11_MODULE(_core, mod) {
       .def("run", &Engine::run)
       .def("weight_names", &Engine::weight_names)
       .def("weight", &Engine::weight);
+
+  // The project's one atomic writer (io/text_file.h) for files Python builds in memory (the
+  // shards of lmscope.collect): the path holds either all of `content` or what it held before.
+  mod.def("write_file_atomic", [](const std::string& path, const pyb::bytes& content) {
+    const std::string bytes = content;   // a copy made with the GIL held; the write runs without it
+    std::string problem;
+    {
+      pyb::gil_scoped_release nogil;
+      try {
+        write_file_atomic(path, bytes);
+      } catch (const std::runtime_error& e) {
+        problem = e.what();   // one line: "cannot write '<path>': <reason>"
+      }
+    }
+    if (!problem.empty()) {
+      PyErr_SetString(PyExc_OSError, problem.c_str());
+      throw pyb::error_already_set();
+    }
+  });
+  // A hook's axis names as docs/hooks.md gives them ("layers.3.attn.q" -> "B,H,T,hd"), "" for
+  // a name that is no hook.
+  mod.def("hook_axes", [](const std::string& name) -> std::string {
+    const auto parsed = parse_hook_name(name);
+    return parsed ? hook_info(parsed->id).axes : "";
+  });
 }

@@ -1,0 +1,426 @@
+"""lmscope.collect and lmscope-collect: hook activations over a corpus, into a directory of
+HDF5 shards and a manifest (docs/collect.md).
+
+    lmscope.collect("models/SmolLM2-135M-Instruct.Q4_1.gguf", "corpus.txt", "acts/",
+                    hooks=["layers.15.resid_post"], workers=2)
+
+The corpus is read once first (corpus.py: every line checked, every document tokenized, the
+totals counted), so bad input is refused before anything is written. Shard i holds documents
+[i * docs_per_shard, (i + 1) * docs_per_shard) whatever the number of workers; a worker
+(collect_worker.ShardWorker, one Model) runs a shard and writes it atomically, then the
+manifest is rewritten with it. The same command again skips the shards the manifest lists;
+a different model, corpus or option is refused in one line. A lock file keeps a second
+collection out of the directory while one runs.
+"""
+import argparse
+import concurrent.futures as futures
+import fcntl
+import hashlib
+import multiprocessing
+import os
+import sys
+import time
+from typing import Iterator, List, Optional, Sequence, Tuple, Union
+
+from . import corpus as _corpus
+from . import names as _names
+from . import shards
+from .collect_worker import LONG_POLICIES, Options, ShardWorker, hook_layout, parse_slice
+
+__all__ = ["collect", "main"]
+
+LOCK = "collection.lock"
+
+
+def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]], positions: str = "all",
+            format: str = "auto", field: str = "text", chat: Union[bool, str] = False, long: str = "refuse",
+            max_tokens: Optional[int] = None, docs_per_shard: int = 256, batch_size: int = 8, dtype: str = "f32",
+            workers: int = 1, threads: Optional[int] = None, backend: str = "cpu", cpu_activations: str = "f32",
+            progress: bool = True, ray: Optional[str] = None) -> dict:
+    """Collects `hooks` at `positions` over `corpus` into the directory `out`; returns the
+    manifest. ValueError (one line) for bad input, a directory that is not this collection,
+    or one that another collection is writing. `threads`: OpenMP threads of each worker
+    process (default: the cores shared out among the workers; on Ray, 1). `ray`: "auto" or
+    a cluster's address: the shards run on `workers` Ray actors (collection_ray.py) instead
+    of local processes. `chat`: True (the tokenizer's own template), "chatml" or
+    "deepseek-r1" puts each document in a user message of that chat format."""
+    kind = _corpus.kind_of(corpus, format)
+    if chat and kind == "ids":
+        raise ValueError("chat: a corpus of token ids has no text to put in the chat template")
+    _check_choices(positions, long, dtype, docs_per_shard, batch_size, workers)
+    out = os.path.abspath(out)
+    _refuse_foreign_directory(out)
+
+    # The model once in this process: its identity, the hook names, the tokenizer for the scan.
+    from . import Model
+    lead = Model(model, backend=backend, cpu_activations=cpu_activations)
+    # A run is a generate() of one token: the longest piece leaves that token a position.
+    positions_left = int(lead.cfg.get("max_position_embeddings", 0) or 1 << 30) - 1
+    limit = max_tokens or positions_left
+    if not 1 <= limit <= positions_left:
+        raise ValueError("max_tokens %d: give 1..%d (the model's positions, less the one a run generates)"
+                         % (limit, positions_left))
+    chat = "template" if chat is True else (chat or "")
+    options = Options(hooks=_expand_hooks(hooks, lead.info["num_layers"]), positions=positions, chat=chat, long=long,
+                      max_tokens=limit, docs_per_shard=docs_per_shard, batch_size=batch_size, dtype=dtype,
+                      backend=backend, cpu_activations=cpu_activations)
+    summary = _corpus.scan(corpus, kind, field, lead.info["vocab_size"])
+    in_process = ShardWorker(lead, options)        # tokenizes for the scan; runs the shards when alone
+    counts = _count_pieces(in_process, _corpus.documents(corpus, kind, field))
+    widths = _hook_widths(lead, options.hooks)
+    identity = {
+        "model": {"sha256": _model_sha256(model), "num_layers": lead.info["num_layers"],
+                  "hidden_size": lead.info["hidden_size"]},
+        "corpus": {"sha256": summary.sha256, "kind": summary.kind, "field": summary.field},
+        "options": options.as_dict(),
+    }
+    del lead
+    if ray is not None or workers > 1:
+        del in_process                # the workers load their own
+
+    os.makedirs(out, exist_ok=True)
+    with _DirectoryLock(out):
+        _refuse_foreign_directory(out)    # again, now that no other collection can be writing it
+        manifest = _start_or_resume(out, identity, model, summary, counts, widths)
+        todo = [i for i in range(manifest["num_shards"]) if not _finished(out, manifest, i)]
+        bar = _Progress(counts["tokens"], manifest["num_shards"], progress)
+        bar.skip(sum(e["tokens"] for e in manifest["shards"]), len(manifest["shards"]))
+        tasks = _shard_tasks(corpus, kind, field, docs_per_shard, set(todo))
+        if not todo:
+            pass                       # every shard is done: nothing to load
+        elif ray is not None:
+            from .collection_ray import run_on_ray
+            retried = run_on_ray(ray, model, options, tasks, workers, threads or 1,
+                                 lambda data, entry: _record(out, manifest, data, entry, bar))
+            manifest["shards_retried"] = manifest.get("shards_retried", 0) + retried   # on another worker
+        elif workers == 1:
+            for index, docs in tasks:
+                _record(out, manifest, *in_process.collect(index, docs, on_batch=bar.advance), bar, batched=True)
+        else:
+            _run_pool(model, options, out, manifest, tasks, workers, threads, bar)
+        manifest["complete"] = len(manifest["shards"]) == manifest["num_shards"]
+        shards.write_manifest(os.path.join(out, shards.MANIFEST), manifest)
+        bar.finish()
+    return manifest
+
+
+# ---- the directory ------------------------------------------------------------------------------
+def _refuse_foreign_directory(out: str) -> None:
+    """A directory with files but no manifest is not a collection: refused, never touched."""
+    if os.path.lexists(out) and not os.path.isdir(out):
+        raise ValueError("'%s' is not a directory" % out)
+    if os.path.isdir(out):
+        entries = set(os.listdir(out)) - {LOCK}
+        if entries and shards.MANIFEST not in entries:
+            raise ValueError("'%s' holds files and no %s: not a collection (give a new or empty directory)"
+                             % (out, shards.MANIFEST))
+
+
+class _DirectoryLock:
+    """flock on DIR/collection.lock for the whole run: a second collection into the same
+    directory at the same time is refused at once (the kernel drops the lock of a killed run)."""
+
+    def __init__(self, out: str):
+        self.path = os.path.join(out, LOCK)
+
+    def __enter__(self):
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(self.fd, 32).decode(errors="replace").strip() or "?"
+            os.close(self.fd)
+            raise ValueError("'%s' is being written by another collection (pid %s)"
+                             % (os.path.dirname(self.path), holder)) from None
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, b"%d\n" % os.getpid())
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)     # releases the lock; the file stays (an empty lock is harmless)
+
+
+def _start_or_resume(out, identity, model, summary, counts, widths) -> dict:
+    path = os.path.join(out, shards.MANIFEST)
+    if os.path.exists(path):
+        manifest = shards.read_manifest(path)
+        for section in ("model", "corpus", "options"):
+            for key, want in identity[section].items():
+                had = manifest.get(section, {}).get(key)
+                if had != want:
+                    raise ValueError("'%s' holds a collection made with %s.%s = %s; this one asks %s "
+                                     "(give the same model, corpus and options to resume, or another directory)"
+                                     % (out, section, key, _short(had), _short(want)))
+        _remove_partials(out)
+        return manifest
+    num_shards = (summary.documents + identity["options"]["docs_per_shard"] - 1) // identity["options"]["docs_per_shard"]
+    manifest = {
+        "format": shards.FORMAT, "version": 1, "complete": False,
+        "model": dict(identity["model"], path=os.path.abspath(model)),
+        "corpus": dict(identity["corpus"], path=summary.path, lines=summary.lines, documents=summary.documents,
+                       blank_lines=summary.blank_lines),
+        "options": identity["options"],
+        "hooks": {name: {"width": widths[name], "axes": hook_layout(name)} for name in identity["options"]["hooks"]},
+        "long_documents": {"policy": identity["options"]["long"], "longer": counts["long"],
+                           "pieces_added_by_split": counts["pieces"] - summary.documents,
+                           "tokens_dropped_by_truncate": counts["dropped"]},
+        "tokens": counts["tokens"], "num_shards": num_shards, "shards": [],
+    }
+    shards.write_manifest(path, manifest)
+    return manifest
+
+
+def _finished(out, manifest, index) -> bool:
+    """A shard the manifest lists whose file is there with the listed size (a resume checks
+    sizes; lmscope.ActivationDataset checks every sha256 when it opens the collection)."""
+    for e in manifest["shards"]:
+        if e["index"] == index:
+            path = os.path.join(out, e["file"])
+            return os.path.isfile(path) and os.path.getsize(path) == e["bytes"]
+    return False
+
+
+def _remove_partials(out) -> None:
+    """The temporaries a killed writer left (io/text_file.h names them <file>.partial.<pid>.<n>)."""
+    for name in os.listdir(out):
+        if ".partial." in name and (name.startswith("shard-") or name.startswith(shards.MANIFEST)):
+            os.remove(os.path.join(out, name))
+
+
+def _record(out, manifest, data, entry, bar, batched=False) -> None:
+    """The shard's file, then the manifest that lists it: a kill between the two leaves a
+    whole shard the manifest does not list, which a rerun computes again."""
+    shards.write_shard(out, data, entry)
+    manifest["shards"] = sorted([e for e in manifest["shards"] if e["index"] != entry["index"]] + [entry],
+                                key=lambda e: e["index"])
+    shards.write_manifest(os.path.join(out, shards.MANIFEST), manifest)
+    bar.shard_done(0 if batched else entry["tokens"])
+
+
+# ---- the work -----------------------------------------------------------------------------------
+def _shard_tasks(path, kind, field, docs_per_shard, wanted) -> Iterator[Tuple[int, List[Tuple[int, object]]]]:
+    """(shard index, [(doc, content)]) for the wanted shards, streamed: one shard's documents
+    in memory at a time."""
+    group, index = [], 0
+    for d in _corpus.documents(path, kind, field):
+        group.append((d.doc, d.content))
+        if len(group) == docs_per_shard:
+            if index in wanted:
+                yield index, group
+            group, index = [], index + 1
+    if group and index in wanted:
+        yield index, group
+
+
+def _count_pieces(worker: ShardWorker, docs) -> dict:
+    """Tokens, pieces and long documents of the whole corpus under the policy (a refused long
+    document raises here, before anything is written)."""
+    counts = {"tokens": 0, "pieces": 0, "long": 0, "dropped": 0}
+    for d in docs:
+        pieces, dropped = worker.pieces(d.doc, d.content)
+        counts["tokens"] += sum(len(ids) for _, _, ids in pieces)
+        counts["pieces"] += len(pieces)
+        counts["long"] += len(pieces) > 1 or dropped > 0
+        counts["dropped"] += dropped
+    return counts
+
+
+_WORKER = None   # the worker process's ShardWorker
+
+
+def _start_worker(model, options_dict):
+    global _WORKER
+    _WORKER = ShardWorker(model, Options(**options_dict))
+
+
+def _worker_collect(index, docs):
+    return _WORKER.collect(index, docs)
+
+
+def _run_pool(model, options, out, manifest, tasks, workers, threads, bar) -> None:
+    """Local worker processes, each one Model with `threads` OpenMP threads, at most two
+    shards in flight per worker (memory stays bounded whatever the corpus). A worker that
+    dies ends the run in one line; the finished shards stay and a rerun resumes."""
+    threads = threads or max(1, (os.cpu_count() or 1) // workers)
+    saved = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = str(threads)     # read by each worker's OpenMP at start
+    try:
+        pool = futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                           initializer=_start_worker, initargs=(model, options.as_dict()))
+    finally:
+        if saved is None:
+            del os.environ["OMP_NUM_THREADS"]
+        else:
+            os.environ["OMP_NUM_THREADS"] = saved
+    with pool:
+        pending = set()
+        for index, docs in tasks:
+            pending.add(pool.submit(_worker_collect, index, docs))
+            if len(pending) >= 2 * workers:
+                pending = _drain(pending, out, manifest, bar, futures.FIRST_COMPLETED)
+        _drain(pending, out, manifest, bar, futures.ALL_COMPLETED)
+
+
+def _drain(pending, out, manifest, bar, when):
+    done, rest = futures.wait(pending, return_when=when)
+    for f in done:
+        try:
+            data, entry = f.result()
+        except futures.process.BrokenProcessPool:
+            raise ValueError("a worker process died (killed, or out of memory); the finished shards are kept: "
+                             "run the same command again to resume") from None
+        _record(out, manifest, data, entry, bar)
+    return rest
+
+
+# ---- checks -------------------------------------------------------------------------------------
+def _check_choices(positions, long, dtype, docs_per_shard, batch_size, workers) -> None:
+    if positions not in ("all", "last"):
+        parse_slice(positions)
+    if long not in LONG_POLICIES:
+        raise ValueError("long documents: %r is not one of %s" % (long, ", ".join(LONG_POLICIES)))
+    if dtype not in shards.DTYPES:
+        raise ValueError("dtype %r is not one of %s" % (dtype, ", ".join(shards.DTYPES)))
+    for name, v in (("docs_per_shard", docs_per_shard), ("batch_size", batch_size), ("workers", workers)):
+        if int(v) < 1:
+            raise ValueError("%s must be at least 1, got %s" % (name, v))
+
+
+def _expand_hooks(hooks, num_layers) -> List[str]:
+    """Hook names (lmscope's, TransformerLens's, or a layers.*.X glob) -> lmscope names, each
+    checked to be a hook with a row per token on a layer the model has."""
+    items = [h.strip() for h in hooks.split(",")] if isinstance(hooks, str) else list(hooks)
+    out = []
+    for item in filter(None, items):
+        name = _names.resolve(item)[0] if isinstance(item, str) else _names.resolve(tuple(item))[0]
+        expanded = ["layers.%d.%s" % (l, name[len("layers.*."):]) for l in range(num_layers)] \
+            if name.startswith("layers.*.") else [name]
+        for n in expanded:
+            hook_layout(n)
+            layer = _names.layer_of(n)
+            if layer is not None and not 0 <= layer < num_layers:
+                raise ValueError("hook %r: layer %d is outside 0..%d" % (n, layer, num_layers - 1))
+            if n not in out:
+                out.append(n)
+    if not out:
+        raise ValueError("no hooks to collect (e.g. --hooks layers.15.resid_post)")
+    return out
+
+
+def _hook_widths(model, hooks) -> dict:
+    """Each hook's row width, from a one-token forward (which also shows the hook is offered)."""
+    step = model._run([[0]], names=",".join(hooks), keep_steps=1, max_new_tokens=1)["steps"][0]
+    from .collect_worker import as_rows
+    missing = [h for h in hooks if h not in step]
+    if missing:
+        raise ValueError("the model offers no %s (docs/hooks.md)" % ", ".join(missing))
+    return {h: int(as_rows(step[h], hook_layout(h)).shape[2]) for h in hooks}
+
+
+def _model_sha256(path) -> str:
+    """sha256 of a .gguf file; for a directory, of its files' names and sha256s."""
+    if os.path.isfile(path):
+        return shards.file_sha256(path)
+    digest = hashlib.sha256()
+    for root, _, files in sorted(os.walk(path)):
+        for name in sorted(files):
+            full = os.path.join(root, name)
+            digest.update(("%s %s\n" % (os.path.relpath(full, path), shards.file_sha256(full))).encode())
+    return digest.hexdigest()
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# ---- progress -----------------------------------------------------------------------------------
+class _Progress:
+    """One line on stderr: shards, tokens, tokens/s and the time left. Rewritten in place on
+    a terminal; otherwise a line per finished shard."""
+
+    def __init__(self, total_tokens, total_shards, enabled):
+        self.total, self.shards_total, self.enabled = total_tokens, total_shards, enabled
+        self.tty = enabled and sys.stderr.isatty()
+        self.tokens = self.shards = self.skipped = 0
+        self.start = time.monotonic()
+        self.last = 0.0
+
+    def skip(self, tokens, shards_done):
+        self.tokens = self.skipped = tokens
+        self.shards = shards_done
+
+    def advance(self, tokens):
+        self.tokens += tokens
+        if self.tty and time.monotonic() - self.last > 0.2:
+            self._show("\r")
+
+    def shard_done(self, tokens):
+        self.tokens += tokens
+        self.shards += 1
+        self._show("\r" if self.tty else "")
+
+    def finish(self):
+        """The final line: in place on a terminal; elsewhere each shard has had its line, so
+        only a run that found every shard done says so."""
+        if self.tty:
+            self._show("\r")
+            sys.stderr.write("\n")
+        elif self.enabled and self.tokens == self.skipped:
+            self._show("")
+
+    def _show(self, lead):
+        if not self.enabled:
+            return
+        self.last = time.monotonic()
+        elapsed = max(self.last - self.start, 1e-9)
+        rate = (self.tokens - self.skipped) / elapsed
+        left = (self.total - self.tokens) / rate if rate > 0 else float("inf")
+        eta = "?" if left == float("inf") else "%dm%02ds" % divmod(int(left + 0.5), 60)
+        line = "collect: %d/%d shards  %s/%s tokens  %s tok/s  ETA %s" % (
+            self.shards, self.shards_total, format(self.tokens, ","), format(self.total, ","),
+            format(int(rate), ","), eta)
+        sys.stderr.write(lead + line + ("" if self.tty else "\n"))
+        sys.stderr.flush()
+
+
+# ---- the command line -----------------------------------------------------------------------------
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="lmscope-collect", description=(
+        "Hook activations over a corpus into HDF5 shards and a manifest (docs/collect.md)."))
+    p.add_argument("--model", required=True, help="a .gguf file or a Hugging Face directory")
+    p.add_argument("--corpus", required=True, help="text lines, JSONL, or token ids (one document per line)")
+    p.add_argument("--out", required=True, help="the collection's directory (new, empty, or this collection's)")
+    p.add_argument("--hooks", required=True, help="hook names, comma-separated (layers.*.X expands)")
+    p.add_argument("--positions", default="all", help="all (default), last, or a range A:B of each piece")
+    p.add_argument("--format", default="auto", choices=("auto",) + _corpus.KINDS)
+    p.add_argument("--field", default="text", help="the JSONL field holding the text (default text)")
+    p.add_argument("--chat", nargs="?", const="template", default="", metavar="FORMAT",
+                   help="each document as a user message in the model's chat template (or FORMAT: chatml, deepseek-r1)")
+    long = p.add_mutually_exclusive_group()
+    long.add_argument("--split", action="store_true", help="split a document longer than --max-tokens")
+    long.add_argument("--truncate", action="store_true", help="keep the first --max-tokens of a longer one")
+    p.add_argument("--max-tokens", type=int, default=None, help="longest piece (default: the model's positions)")
+    p.add_argument("--docs-per-shard", type=int, default=256)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--dtype", default="f32", choices=shards.DTYPES, help="how values are stored")
+    p.add_argument("--workers", type=int, default=1, help="local worker processes (each one model)")
+    p.add_argument("--threads", type=int, default=None, help="OpenMP threads per worker process")
+    p.add_argument("--ray", default=None, metavar="auto|ADDRESS",
+                   help="run the workers as Ray actors on that cluster (auto: RAY_ADDRESS or the local one)")
+    p.add_argument("--backend", default="cpu")
+    p.add_argument("--cpu-activations", default="f32", choices=("f32", "q8"))
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+    a = p.parse_args(argv)
+    try:
+        m = collect(a.model, a.corpus, a.out, a.hooks, positions=a.positions, format=a.format, field=a.field,
+                    chat=a.chat, long="split" if a.split else "truncate" if a.truncate else "refuse",
+                    max_tokens=a.max_tokens, docs_per_shard=a.docs_per_shard, batch_size=a.batch_size,
+                    dtype=a.dtype, workers=a.workers, threads=a.threads, backend=a.backend,
+                    cpu_activations=a.cpu_activations, progress=not a.quiet, ray=a.ray)
+    except (ValueError, OSError, KeyError) as e:
+        sys.stderr.write("lmscope-collect: %s\n" % (e.args[0] if isinstance(e, KeyError) and e.args else e))
+        return 1
+    print("%s: %d shards, %s rows of %s" % (a.out, len(m["shards"]), format(sum(e["rows"] for e in m["shards"]), ","),
+                                             ", ".join(m["options"]["hooks"])))
+    return 0

@@ -1,0 +1,107 @@
+"""lmscope.collect on a Ray cluster (collect(..., ray="auto" | ADDRESS), lmscope-collect --ray):
+the same shards as local worker processes, computed by Ray actors (docs/collect.md, "Ray").
+
+Each actor holds one ShardWorker (one lmscope.Model, loaded once) and asks Ray for `threads`
+CPUs, which are its OpenMP threads. A shard is the unit of work: an idle actor gets the next
+one, and returns the shard's bytes; this process writes them (the one atomic writer) and the
+manifest, so the workers need no access to the output directory. When an actor dies (its
+process killed, its node lost), its shard goes back to the front of the queue for another
+actor and a new actor is started in its place; a shard is recorded only when it has come back
+whole, so nothing is lost and nothing is written twice. Ray is an optional extra of the
+package: pip install './python[ray]'.
+"""
+import os
+import socket
+from collections import deque
+
+from .collect_worker import Options, ShardWorker
+
+CONNECT_TIMEOUT_S = 10   # an address that does not answer within this is refused
+MAX_RETRIES = 3          # a shard whose actor died this many times ends the run
+
+
+class RayShardWorker:
+    """The actor: one Model, one shard at a time."""
+
+    def __init__(self, model: str, options: dict):
+        self.worker = ShardWorker(model, Options(**options))
+
+    def collect(self, index, docs):
+        return self.worker.collect(index, docs)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+def connect(address: str):
+    """ray, connected to `address` ("auto": the cluster this machine is in, as `ray start`
+    left it, or RAY_ADDRESS; "host:port": that head). ValueError in one line when ray is
+    missing or the address does not answer within CONNECT_TIMEOUT_S."""
+    try:
+        import ray
+    except ImportError:
+        raise ValueError("--ray needs the ray package: pip install './python[ray]'") from None
+    if ray.is_initialized():
+        return ray, False
+    if address != "auto" and not address.startswith("ray://"):
+        host, _, port = address.rpartition(":")
+        try:
+            socket.create_connection((host or "127.0.0.1", int(port)), timeout=CONNECT_TIMEOUT_S).close()
+        except (OSError, ValueError) as e:
+            raise ValueError("the Ray address '%s' does not answer within %d s (%s)"
+                             % (address, CONNECT_TIMEOUT_S, e)) from None
+    # The workers import this very package: from the folder it was imported from.
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+    try:
+        ray.init(address=address, runtime_env={"env_vars": {"PYTHONPATH": path}}, log_to_driver=False,
+                 logging_level="ERROR")
+    except (ConnectionError, RuntimeError) as e:
+        raise ValueError("cannot connect to the Ray cluster '%s': %s" % (address, str(e).splitlines()[0])) from None
+    return ray, True
+
+
+def run_on_ray(address, model, options: Options, tasks, workers, threads, record) -> int:
+    """Runs the shards of `tasks` ((index, docs) pairs, streamed) on `workers` actors of
+    `threads` CPUs each; record(data, entry) is called for each finished shard, in this
+    process. At most one shard per actor is held here besides the queue of returned ones.
+    Returns how many times a shard was given to another actor because its own died."""
+    ray, started = connect(address)
+    remote = ray.remote(num_cpus=threads, max_restarts=0,
+                        runtime_env={"env_vars": {"OMP_NUM_THREADS": str(threads)}})(RayShardWorker)
+    spawn = lambda: remote.remote(model, options.as_dict())
+    actors = [spawn() for _ in range(workers)]
+    idle, running, queue, retries = list(actors), {}, deque(), {}
+    source = iter(tasks)
+    try:
+        while True:
+            while idle:
+                task = queue.popleft() if queue else next(source, None)
+                if task is None:
+                    break
+                actor = idle.pop()
+                running[actor.collect.remote(*task)] = (actor, task)
+            if not running:
+                break
+            ready, _ = ray.wait(list(running), num_returns=1)
+            actor, task = running.pop(ready[0])
+            try:
+                data, entry = ray.get(ready[0])
+            except ray.exceptions.RayActorError:
+                retries[task[0]] = retries.get(task[0], 0) + 1
+                if retries[task[0]] > MAX_RETRIES:
+                    raise ValueError("shard %d: its Ray worker died %d times; the finished shards are kept"
+                                     % (task[0], MAX_RETRIES + 1)) from None
+                queue.appendleft(task)      # to another actor, first
+                idle.append(spawn())        # and a new actor in the dead one's place
+                continue
+            except ray.exceptions.RayTaskError as e:
+                raise (e.cause if isinstance(e.cause, ValueError) else ValueError(str(e).splitlines()[0])) from None
+            record(data, entry)
+            idle.append(actor)
+        return sum(retries.values())
+    finally:
+        for actor in idle + [a for a, _ in running.values()]:
+            ray.kill(actor)
+        if started:
+            ray.shutdown()

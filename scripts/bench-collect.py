@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Throughput of lmscope.collect against the bare forward (docs/collect.md, "Throughput").
+
+    OMP_NUM_THREADS=1 PYTHONPATH=build/python python3 scripts/bench-collect.py \
+        --model models/SmolLM2-135M-Instruct.Q4_1.gguf --docs 2000
+
+Prints tokens/s of:
+  bare      the same batches (the collector's: each shard's documents sorted by length,
+            --batch-size at a time, left padded) through the forward with no hook kept, in
+            this process, one thread;
+  collect   lmscope.collect of two D-wide hooks (layers.10/20.resid_post), one worker;
+  workers=2 the same with two worker processes of one thread each (the machine's cores
+            permitting);
+  ray       with --ray: the same two workers as Ray actors on a local cluster of two nodes of
+            one CPU each (ray.cluster_utils.Cluster; needs ray).
+Each collect row times the whole call: model load and sha256, the corpus scan, the shards.
+Besides wall-clock tokens/s, each local row gives tokens per CPU-second (this process's CPU
+time, plus its finished worker processes'): on a machine others load, the wall clock measures
+them too, the CPU time mostly not.
+The corpus: the first --docs lines of walkthroughs/data/zh-en-corpus.txt.
+"""
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+
+import lmscope
+from lmscope.collect_worker import Options, ShardWorker
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", default=os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf"))
+    p.add_argument("--docs", type=int, default=2000)
+    p.add_argument("--docs-per-shard", type=int, default=250)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--hooks", default="layers.10.resid_post,layers.20.resid_post")
+    p.add_argument("--ray", action="store_true", help="also time a local two-node Ray cluster")
+    a = p.parse_args()
+    if os.environ.get("OMP_NUM_THREADS") != "1":
+        sys.exit("run with OMP_NUM_THREADS=1 (one thread per worker is what is compared)")
+    tmp = tempfile.mkdtemp(prefix="bench-collect-")
+    corpus = os.path.join(tmp, "corpus.txt")
+    with open(os.path.join(ROOT, "walkthroughs", "data", "zh-en-corpus.txt"), encoding="utf-8") as f:
+        lines = f.readlines()[:a.docs]
+    with open(corpus, "w", encoding="utf-8") as f:
+        f.writelines(lines)
+
+    # The bare forward over the collector's own batches.
+    worker = ShardWorker(a.model, Options(hooks=a.hooks.split(","), max_tokens=1 << 30))
+    docs = [(i, l.rstrip("\n")) for i, l in enumerate(lines)]
+    batches = []
+    for s in range(0, len(docs), a.docs_per_shard):
+        pieces = [worker.token_ids(c) for _, c in docs[s:s + a.docs_per_shard]]
+        pieces.sort(key=len)
+        batches += [pieces[b:b + a.batch_size] for b in range(0, len(pieces), a.batch_size)]
+    tokens = sum(len(x) for b in batches for x in b)
+    t0, c0 = time.perf_counter(), cpu_seconds()
+    for b in batches:
+        worker.model._run(b, names="", keep_steps=0, max_new_tokens=1, padding_side="left")
+    bare = tokens / (time.perf_counter() - t0)
+    bare_cpu = tokens / (cpu_seconds() - c0)
+    del worker
+
+    rates, cpu = {}, {}
+    runs = [(1, None), (2, None)]
+    if a.ray:
+        from ray.cluster_utils import Cluster
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+        cluster.add_node(num_cpus=1)
+        runs.append((2, cluster.address))
+    for workers, ray in runs:
+        out = os.path.join(tmp, "acts-%d-%s" % (workers, "ray" if ray else "local"))
+        t0, c0 = time.perf_counter(), cpu_seconds()
+        m = lmscope.collect(a.model, corpus, out, a.hooks, docs_per_shard=a.docs_per_shard, batch_size=a.batch_size,
+                            workers=workers, threads=1, progress=False, ray=ray)
+        rates[workers, ray] = m["tokens"] / (time.perf_counter() - t0)
+        cpu[workers, ray] = m["tokens"] / (cpu_seconds() - c0)
+        assert m["tokens"] == tokens
+    if a.ray:
+        cluster.shutdown()
+    print("%d documents, %d tokens, hooks %s, batch %d, %d documents per shard"
+          % (len(docs), tokens, a.hooks, a.batch_size, a.docs_per_shard))
+    print("load average before: %s" % LOAD)
+    print("| run | tokens/s (wall) | ratio | tokens per CPU-second | ratio |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| bare forward, 1 thread | %.0f | 1.00 | %.0f | 1.00 |" % (bare, bare_cpu))
+    one, two = rates[1, None], rates[2, None]
+    print("| collect, 1 worker | %.0f | %.2f of bare | %.0f | %.2f of bare |"
+          % (one, one / bare, cpu[1, None], cpu[1, None] / bare_cpu))
+    print("| collect, 2 workers x 1 thread | %.0f | %.2f x 1 worker | %.0f | %.2f of bare |"
+          % (two, two / one, cpu[2, None], cpu[2, None] / bare_cpu))
+    for (workers, ray), rate in rates.items():
+        if ray:
+            print("| collect on Ray, 2 nodes x 1 actor x 1 thread | %.0f | %.2f of 2 local workers | | |"
+                  % (rate, rate / two))
+    print("load average after: %s" % open("/proc/loadavg").read().strip())
+
+
+LOAD = open("/proc/loadavg").read().strip()
+
+
+def cpu_seconds() -> float:
+    """User + system time of this process and of its children that have ended."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+if __name__ == "__main__":
+    main()
