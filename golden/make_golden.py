@@ -14,7 +14,9 @@ Models (weights from HF's own init with a fixed seed, then scaled, see SCALE):
   tiny-qwen2       Qwen2ForCausalLM, D=64, H=4, Hkv=2, hd=16, F=176, 3 layers, q/k/v bias, untied
   tiny-qwen2-bf16  the same weights stored as bfloat16
   tiny-llama       LlamaForCausalLM, D=96, H=3, Hkv=1, hd=32, F=200, 3 layers, tied embeddings
-Both use a byte-level BPE vocabulary (1024 tokens, Qwen2 pre-tokenizer) trained here on
+  tiny-qwen3       Qwen3ForCausalLM, D=32, H=4, Hkv=2, hd=16 (not D/H), F=96, 3 layers, q/k norms,
+                   no biases, tied embeddings (as Qwen3-0.6B), rope_theta 1e6
+All use a byte-level BPE vocabulary (1024 tokens, Qwen2 pre-tokenizer) trained here on
 golden/tokenizer-corpus.txt.
 """
 
@@ -44,6 +46,7 @@ TARGET_STD = 0.3       # Linear/embedding weights are scaled from INIT_STD to th
 SCALE = TARGET_STD / INIT_STD
 BIAS_STD = 0.3         # q/k/v biases: N(0, BIAS_STD)
 NORM_JITTER = 0.2      # RMSNorm weights: 1 + NORM_JITTER * N(0, 1)
+QK_NORM_GAIN = 2.0     # Qwen3's q_norm / k_norm weights: QK_NORM_GAIN * (1 + NORM_JITTER * N(0, 1))
 VOCAB_SIZE = 1024
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 QWEN2_PRETOKENIZE_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
@@ -63,6 +66,11 @@ TRACES = [
     ("tiny-qwen2-bf16-a", "tiny-qwen2-bf16", [PROMPT_A], "left", 8, True),
     # right padding as HF generate does it: next tokens read from the last (pad) column
     ("tiny-qwen2-r", "tiny-qwen2", PROMPTS_B, "right", 4, True),
+    # Qwen3: per-head q/k RMSNorm before RoPE; one row, a left-padded batch, and the batch again
+    # without a cache (2 new tokens: each uncached step re-runs every position, 1 MB a step)
+    ("tiny-qwen3-a", "tiny-qwen3", [PROMPT_A], "left", 8, True),
+    ("tiny-qwen3-b", "tiny-qwen3", PROMPTS_B, "left", 4, True),
+    ("tiny-qwen3-c", "tiny-qwen3", PROMPTS_B, "left", 2, False),
 ]
 
 
@@ -185,15 +193,47 @@ def model_specs():
         "use_cache": True,
         "vocab_size": VOCAB_SIZE,
     }
+    qwen3 = {
+        "architectures": ["Qwen3ForCausalLM"],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "bos_token_id": eot,
+        "eos_token_id": eot,
+        "pad_token_id": eot,
+        "head_dim": 16,   # Qwen3 states it: here 2 * D / H, so q_proj is [H*hd, D] = [64, 32]
+        "hidden_act": "silu",
+        "hidden_size": 32,
+        "initializer_range": INIT_STD,
+        "intermediate_size": 96,
+        "max_position_embeddings": 128,
+        "max_window_layers": 3,
+        "model_type": "qwen3",
+        "num_attention_heads": 4,
+        "num_hidden_layers": 3,
+        "num_key_value_heads": 2,
+        "rms_norm_eps": 1e-06,
+        "rope_scaling": None,
+        "rope_theta": 1000000.0,
+        "sliding_window": None,
+        "tie_word_embeddings": True,
+        "torch_dtype": "float32",
+        "transformers_version": "5.23.0",
+        "use_cache": True,
+        "use_sliding_window": False,
+        "vocab_size": VOCAB_SIZE,
+    }
+    # Appended last: a model's seed is SEED + 100 * its index here, so the earlier ones keep theirs.
     return {
         "tiny-qwen2": (qwen2, SPECIAL_TOKENS[eot], SPECIAL_TOKENS[eot], SPECIAL_TOKENS[eot], None),
         "tiny-llama": (llama, SPECIAL_TOKENS[ims], SPECIAL_TOKENS[ime], SPECIAL_TOKENS[eot], SPECIAL_TOKENS[ims]),
+        "tiny-qwen3": (qwen3, SPECIAL_TOKENS[eot], SPECIAL_TOKENS[eot], SPECIAL_TOKENS[eot], None),
     }
 
 
 def build_weights(config_dict, seed):
     """HF's own init (seeded), then: Linear/Embedding weights * SCALE (the padding row that HF
-    zeroes is redrawn first), biases ~ N(0, BIAS_STD), RMSNorm weights 1 + NORM_JITTER * N(0,1)."""
+    zeroes is redrawn first), biases ~ N(0, BIAS_STD), RMSNorm weights 1 + NORM_JITTER * N(0,1)
+    (Qwen3's q_norm / k_norm: times QK_NORM_GAIN)."""
     import torch
     import transformers
     from torch import nn
@@ -221,6 +261,11 @@ def build_weights(config_dict, seed):
                     mod.bias.copy_(torch.randn(mod.bias.shape, generator=gen) * BIAS_STD)
             elif type(mod).__name__.endswith("RMSNorm"):
                 mod.weight.copy_(1.0 + NORM_JITTER * torch.randn(mod.weight.shape, generator=gen))
+                # Normed q and k have rms 1 per head, so with weights near 1 the scores q.k/sqrt(hd)
+                # stay small and attention near uniform; trained Qwen3 models learn large q/k norm
+                # weights. Scaled after the draw, so no other model's draws change.
+                if name.endswith(("self_attn.q_norm", "self_attn.k_norm")):
+                    mod.weight.mul_(QK_NORM_GAIN)
     sd = {}
     tied = config_dict.get("tie_word_embeddings", False)
     for k, v in model.state_dict().items():

@@ -98,6 +98,11 @@ __global__ void swiglu_kernel(float* out, const float* gate, const float* up, in
   if (i < n) out[i] = lmscope::swiglu(gate[i], up[i]);
 }
 
+__global__ void geglu_tanh_kernel(float* out, const float* gate, const float* up, int64_t n) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = lmscope::geglu_tanh(gate[i], up[i]);
+}
+
 __global__ void add_kernel(float* out, const float* a, const float* b, int64_t n) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) out[i] = a[i] + b[i];
@@ -185,6 +190,12 @@ void swiglu(float* out, const float* gate, const float* up, int64_t n, cudaStrea
   if (n == 0) return;
   launch<swiglu_kernel>(blocks_for(n), kBlock, 0, st, out, gate, up, n);
   LMSCOPE_LAUNCHED(swiglu_kernel);
+}
+
+void geglu_tanh(float* out, const float* gate, const float* up, int64_t n, cudaStream_t st) {
+  if (n == 0) return;
+  launch<geglu_tanh_kernel>(blocks_for(n), kBlock, 0, st, out, gate, up, n);
+  LMSCOPE_LAUNCHED(geglu_tanh_kernel);
 }
 
 void add(float* out, const float* a, const float* b, int64_t n, cudaStream_t st) {

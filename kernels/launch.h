@@ -33,8 +33,9 @@ void split_heads(float* out, const float* x, int64_t B, int64_t T, int64_t Hx, i
 // out[b,h,t,i] = rope_rotate(x[b,h,t,:], i, cos[b,t,i], sin[b,t,i])     x, out [B,Hx,T,hd]
 void rope(float* out, const float* x, const float* cos, const float* sin, int64_t B, int64_t Hx, int64_t T,
           int64_t hd, cudaStream_t st);
-// out = silu(gate) * up,  out = a + b    (n elements)
+// out = silu(gate) * up,  out = gelu_tanh(gate) * up,  out = a + b    (n elements)
 void swiglu(float* out, const float* gate, const float* up, int64_t n, cudaStream_t st);
+void geglu_tanh(float* out, const float* gate, const float* up, int64_t n, cudaStream_t st);
 void add(float* out, const float* a, const float* b, int64_t n, cudaStream_t st);
 // Keeps the stream busy for about `us` microseconds (one thread reading the global timer):
 // lets the host queue work ahead of the device (the per-op timer uses it).

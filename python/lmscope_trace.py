@@ -107,8 +107,8 @@ class HookValue(NamedTuple):
 
 # ---- hook order and TransformerLens names (docs/hooks.md) ----------------------------------
 # Per-layer hooks in forward order; `kv.L.*` (the cache after layer L) follow layer L's hooks.
-_LAYER_ORDER = ["resid_pre", "attn_norm", "attn.q", "attn.k", "attn.v", "attn.q_rope",
-                "attn.k_rope", "attn.scores", "attn.probs", "attn.z", "attn_out", "resid_mid",
+_LAYER_ORDER = ["resid_pre", "attn_norm", "attn.q", "attn.k", "attn.v", "attn.q_norm", "attn.k_norm",
+                "attn.q_rope", "attn.k_rope", "attn.scores", "attn.probs", "attn.z", "attn_out", "resid_mid",
                 "ffn_norm", "ffn.gate", "ffn.up", "ffn.act", "ffn_out", "resid_post"]
 _KV_ORDER = ["k", "v"]
 _HEAD_ORDER = ["tokens.input_ids", "tokens.attention_mask", "tokens.position_ids", "embed",

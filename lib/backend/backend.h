@@ -104,6 +104,8 @@ class Backend {
                          Tensor* probs) = 0;
   // out = silu(gate) * up                     all [N,F]
   virtual void swiglu(Tensor& out, const Tensor& gate, const Tensor& up) = 0;
+  // out = gelu_tanh(gate) * up                all [N,F]  (Gemma 3's GeGLU)
+  virtual void geglu_tanh(Tensor& out, const Tensor& gate, const Tensor& up) = 0;
   // out = a + b                               all the same shape
   virtual void add(Tensor& out, const Tensor& a, const Tensor& b) = 0;
   // out[b,0,:] = x[b,t,:]                     out [B,1,D], x [B,T,D]  (the last column for the head)

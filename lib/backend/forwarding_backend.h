@@ -45,6 +45,7 @@ class ForwardingBackend : public Backend {
     inner_.attention(z, q, k, v, S, mask, scale, scores, probs);
   }
   void swiglu(Tensor& out, const Tensor& gate, const Tensor& up) override { inner_.swiglu(out, gate, up); }
+  void geglu_tanh(Tensor& out, const Tensor& gate, const Tensor& up) override { inner_.geglu_tanh(out, gate, up); }
   void add(Tensor& out, const Tensor& a, const Tensor& b) override { inner_.add(out, a, b); }
   void select_column(Tensor& out, const Tensor& x, int64_t t) override { inner_.select_column(out, x, t); }
 

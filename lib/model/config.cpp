@@ -148,21 +148,26 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     c.architecture = (*a)[0].get<std::string>();
   } else if (model_type == "qwen2") {
     c.architecture = "Qwen2ForCausalLM";
+  } else if (model_type == "qwen3") {
+    c.architecture = "Qwen3ForCausalLM";
   } else if (model_type == "llama") {
     c.architecture = "LlamaForCausalLM";
   } else {
-    f.fail_field("architectures", "is missing (and 'model_type' does not name qwen2 or llama)");
+    f.fail_field("architectures", "is missing (and 'model_type' does not name qwen2, qwen3 or llama)");
   }
   std::string expected_type;
   if (c.architecture == "Qwen2ForCausalLM") {
     c.arch = Arch::Qwen2;
     expected_type = "qwen2";
+  } else if (c.architecture == "Qwen3ForCausalLM") {
+    c.arch = Arch::Qwen3;
+    expected_type = "qwen3";
   } else if (c.architecture == "LlamaForCausalLM") {
     c.arch = Arch::Llama;
     expected_type = "llama";
   } else {
     f.fail_field("architectures", ": '" + c.architecture +
-                                      "' is not supported (Qwen2ForCausalLM, LlamaForCausalLM)");
+                                      "' is not supported (Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM)");
   }
   if (!model_type.empty() && model_type != expected_type)
     f.fail_field("model_type", ": '" + model_type + "' does not match architectures '" +
@@ -179,11 +184,14 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   c.num_heads = f.required_positive("num_attention_heads");
   c.vocab_size = f.required_positive("vocab_size");
   c.num_kv_heads = f.optional_positive("num_key_value_heads", c.num_heads);
-  // HF defaults: LlamaConfig 2048, Qwen2Config 32768.
+  // HF defaults: LlamaConfig 2048, Qwen2Config and Qwen3Config 32768.
   c.max_position_embeddings =
-      f.optional_positive("max_position_embeddings", c.arch == Arch::Qwen2 ? 32768 : 2048);
+      f.optional_positive("max_position_embeddings", c.arch == Arch::Llama ? 2048 : 32768);
   if (const json* hd = f.get("head_dim")) {
     c.head_dim = f.positive("head_dim", *hd);
+  } else if (c.arch == Arch::Qwen3) {
+    // Qwen3Config's default is a fixed 128, not D / H; saved Qwen3 configs always write it.
+    f.fail_field("head_dim", "is missing (Qwen3ForCausalLM sets it explicitly; it is not D / H)");
   } else {
     if (c.hidden_size % c.num_heads != 0)
       f.fail_field("num_attention_heads", "(" + std::to_string(c.num_heads) +
@@ -224,10 +232,18 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);  // Llama/Qwen2Config default
   const bool attention_bias = f.boolean("attention_bias", false);
   const bool mlp_bias = f.boolean("mlp_bias", false);
-  if (c.arch == Arch::Qwen2) {
-    // Qwen2Attention hard-codes bias=True on q/k/v and False on o; the fields are ignored.
-    c.attention_bias = true;
-    c.o_proj_bias = false;
+  if (c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3) {
+    if (c.arch == Arch::Qwen2) {
+      // Qwen2Attention hard-codes bias=True on q/k/v and False on o; the fields are ignored.
+      c.attention_bias = true;
+      c.o_proj_bias = false;
+    } else {
+      // Qwen3Attention: bias=attention_bias on q, k, v and o (default false), and q_norm /
+      // k_norm, an RMSNorm over each head's hd values of q and k, before RoPE.
+      c.attention_bias = attention_bias;
+      c.o_proj_bias = attention_bias;
+      c.qk_norm = true;
+    }
     const bool use_sw = f.boolean("use_sliding_window", false);
     const json* sw = f.get("sliding_window");
     int window = sw ? f.positive("sliding_window", *sw) : 0;
@@ -244,6 +260,14 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     if (mlp_bias) f.fail_field("mlp_bias", "is true: MLP biases are not supported");
   }
   c.mlp_bias = false;
+  // transformers 5 lists each layer's attention kind; every layer here attends to every position.
+  if (const json* lt = f.get("layer_types")) {
+    if (!lt->is_array()) f.fail_field("layer_types", "must be a list of strings, got " + json_kind(*lt));
+    for (size_t i = 0; i < lt->size(); ++i)
+      if (!(*lt)[i].is_string() || (*lt)[i] != "full_attention")
+        f.fail_field("layer_types", ": entry " + std::to_string(i) + " is " + json_short((*lt)[i]) +
+                                        ": only 'full_attention' is supported");
+  }
 
   // ---- tokens and dtype ----
   c.bos_token_ids = f.token_ids("bos_token_id", c.vocab_size);

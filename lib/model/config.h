@@ -1,4 +1,4 @@
-// ModelConfig: the numbers of a Llama/Qwen2 decoder, read from a Hugging Face config.json.
+// ModelConfig: the numbers of a Llama/Qwen2/Qwen3 decoder, read from a Hugging Face config.json.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -6,11 +6,11 @@
 
 namespace lmscope {
 
-enum class Arch { Llama, Qwen2 };
+enum class Arch { Llama, Qwen2, Qwen3 };
 
 struct ModelConfig {
   Arch arch = Arch::Llama;
-  std::string architecture;       // "LlamaForCausalLM" / "Qwen2ForCausalLM" as in config.json
+  std::string architecture;       // "LlamaForCausalLM" / "Qwen2ForCausalLM" / "Qwen3ForCausalLM"
   int hidden_size = 0;            // D
   int intermediate_size = 0;      // F
   int num_layers = 0;             // num_hidden_layers
@@ -22,8 +22,9 @@ struct ModelConfig {
   int max_position_embeddings = 0;
   int vocab_size = 0;             // V
   bool tie_word_embeddings = false;
-  bool attention_bias = false;    // q/k/v bias (Qwen2: always true); Llama: also o_proj bias
-  bool o_proj_bias = false;       // Llama with attention_bias=true has an o_proj bias, Qwen2 never
+  bool attention_bias = false;    // q/k/v bias (Qwen2: always true); Llama, Qwen3: also o_proj bias
+  bool o_proj_bias = false;       // Llama/Qwen3 with attention_bias=true have an o_proj bias, Qwen2 never
+  bool qk_norm = false;           // Qwen3: per-head RMSNorm over hd on q and k before RoPE
   bool mlp_bias = false;          // Llama mlp_bias: always false (config.cpp refuses true)
   std::vector<int> bos_token_ids; // may be empty
   std::vector<int> eos_token_ids; // eos_token_id may be an int or a list

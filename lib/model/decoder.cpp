@@ -1,4 +1,5 @@
-// The Llama/Qwen2 decoder forward, in the order of HF's modeling_qwen2.py / modeling_llama.py.
+// The Llama/Qwen2/Qwen3 decoder forward, in the order of HF's modeling_qwen2.py /
+// modeling_llama.py / modeling_qwen3.py.
 //
 // Shapes: B batch, T tokens this step, P = past positions in the cache, S = P + T,
 // D hidden, H query heads, Hkv KV heads, hd head dim, F FFN width, V vocab.
@@ -32,6 +33,7 @@ Decoder::Decoder(const ModelConfig& cfg, const Weights& w, Backend& backend) : c
     p.attn_norm = prep(lw.attn_norm);
     p.wq = prep(lw.wq), p.wk = prep(lw.wk), p.wv = prep(lw.wv);
     p.bq = prep(lw.bq), p.bk = prep(lw.bk), p.bv = prep(lw.bv);
+    p.q_norm = prep(lw.q_norm), p.k_norm = prep(lw.k_norm);
     p.wo = prep(lw.wo), p.bo = prep(lw.bo);
     p.ffn_norm = prep(lw.ffn_norm);
     p.w_gate = prep(lw.w_gate), p.w_up = prep(lw.w_up), p.w_down = prep(lw.w_down);
@@ -80,6 +82,9 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     hook(codes_hook, layer, codes.reshape(shape));
     hook(scale_hook, layer, scales);
   };
+
+  // What this architecture does not compute: a request for it ("*") lacks nothing.
+  if (trace && !cfg_.qk_norm) trace->set_not_in_model({Hook::AttnQNorm, Hook::AttnKNorm});
 
   hook(Hook::TokensInputIds, -1, in.input_ids);
   hook(Hook::TokensAttentionMask, -1, in.attention_mask);
@@ -165,6 +170,19 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     site(Hook::AttnQ, l, q);
     site(Hook::AttnK, l, k);
     site(Hook::AttnV, l, v);
+
+    // Qwen3: each head's q and k RMS-normed over its hd values (weights [hd], shared by the
+    // heads) before RoPE, so no head's scores grow with the scale of its projections.
+    if (cfg_.qk_norm) {
+      Tensor q_normed = be.alloc({B, H, T, hd});             // q_normed: [B,H,T,hd]
+      Tensor k_normed = be.alloc({B, Hkv, T, hd});           // k_normed: [B,Hkv,T,hd]
+      be.rmsnorm(q_normed, q, lw.q_norm, cfg_.rms_norm_eps);
+      be.rmsnorm(k_normed, k, lw.k_norm, cfg_.rms_norm_eps);
+      q = q_normed;
+      k = k_normed;
+      hook(Hook::AttnQNorm, l, q);
+      hook(Hook::AttnKNorm, l, k);
+    }
 
     Tensor q_rope = be.alloc({B, H, T, hd});                 // q_rope: [B,H,T,hd]
     Tensor k_rope = be.alloc({B, Hkv, T, hd});               // k_rope: [B,Hkv,T,hd]

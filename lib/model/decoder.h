@@ -1,4 +1,4 @@
-// Decoder: the Llama/Qwen2 forward pass, written once against the Backend interface.
+// Decoder: the Llama/Qwen2/Qwen3 forward pass, written once against the Backend interface.
 #pragma once
 #include "backend/backend.h"
 #include "model/config.h"

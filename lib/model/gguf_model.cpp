@@ -48,8 +48,12 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   } else if (arch == "qwen2") {
     c.arch = Arch::Qwen2;
     c.architecture = "Qwen2ForCausalLM";
+  } else if (arch == "qwen3") {
+    c.arch = Arch::Qwen3;
+    c.architecture = "Qwen3ForCausalLM";
+    c.qk_norm = true;   // blk.N.attn_q_norm / attn_k_norm: HF's q_norm / k_norm
   } else {
-    fail_file(path, "key 'general.architecture' = '" + arch + "' is not supported (llama, qwen2)");
+    fail_file(path, "key 'general.architecture' = '" + arch + "' is not supported (llama, qwen2, qwen3)");
   }
   const std::string a = arch + ".";
 
@@ -70,7 +74,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   c.intermediate_size = positive(f, a + "feed_forward_length");
   c.num_heads = positive(f, a + "attention.head_count");
   c.num_kv_heads = positive(f, a + "attention.head_count_kv", c.num_heads);
-  c.max_position_embeddings = positive(f, a + "context_length", c.arch == Arch::Qwen2 ? 32768 : 2048);
+  c.max_position_embeddings = positive(f, a + "context_length", c.arch == Arch::Llama ? 2048 : 32768);
   // llama.cpp: n_embd_head_k = attention.key_length, default n_embd / n_head.
   if (f.has(a + "attention.key_length")) {
     c.head_dim = positive(f, a + "attention.key_length");
@@ -116,7 +120,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   if (c.arch == Arch::Qwen2) {
     c.attention_bias = true;
     c.o_proj_bias = false;
-  } else {
+  } else {   // Llama, Qwen3: attention_bias puts a bias on q, k, v and o
     c.attention_bias = f.has_tensor("blk.0.attn_q.bias");
     c.o_proj_bias = c.attention_bias;
   }
@@ -243,7 +247,7 @@ GgufModel load_gguf_model(const std::string& path) {
   const ModelConfig& c = m.cfg;
   const int64_t D = c.hidden_size, F = c.intermediate_size, V = c.vocab_size;
   const int64_t Q = int64_t(c.num_heads) * c.head_dim, KV = int64_t(c.num_kv_heads) * c.head_dim;
-  const bool permuted = c.arch == Arch::Llama;  // llama.cpp permutes Llama q/k only (not Qwen2)
+  const bool permuted = c.arch == Arch::Llama;  // llama.cpp permutes Llama q/k only (not Qwen2/Qwen3)
 
   std::set<std::string> used;
   auto get = [&](const std::string& name, const Shape& expected) {
@@ -290,6 +294,10 @@ GgufModel load_gguf_model(const std::string& path) {
         L.bq = gguf_unpermute_rows(L.bq, c.num_heads);
         L.bk = gguf_unpermute_rows(L.bk, c.num_kv_heads);
       }
+    }
+    if (c.qk_norm) {
+      L.q_norm = get(p + "attn_q_norm.weight", {c.head_dim});
+      L.k_norm = get(p + "attn_k_norm.weight", {c.head_dim});
     }
     L.wo = get(p + "attn_output.weight", {D, Q});
     if (c.o_proj_bias) L.bo = get(p + "attn_output.bias", {D});

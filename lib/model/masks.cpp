@@ -23,4 +23,13 @@ Tensor combined_mask(const Tensor& attention_mask, int64_t T) {
   return m;
 }
 
+Tensor sliding_combined_mask(const Tensor& attention_mask, int64_t T, int64_t window) {
+  Tensor m = combined_mask(attention_mask, T);   // [B,T,S]
+  const int64_t B = attention_mask.dim(0), S = attention_mask.dim(1), past = S - T;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t s = 0; s <= past + t - window; ++s) m.f32()[(b * T + t) * S + s] = kMaskedScore;
+  return m;
+}
+
 }  // namespace lmscope

@@ -64,6 +64,8 @@ Weights random_weights(const ModelConfig& c, uint64_t seed, float std) {
     lw.wo = randn({D, q}, std);
     lw.ffn_norm = randn({D}, 0.1f, 1.0f);
     lw.w_gate = randn({F, D}, std), lw.w_up = randn({F, D}, std), lw.w_down = randn({D, F}, std);
+    // Drawn last, so a model without q/k norms keeps the weights it always had.
+    if (c.qk_norm) lw.q_norm = randn({c.head_dim}, 0.1f, 1.0f), lw.k_norm = randn({c.head_dim}, 0.1f, 1.0f);
     w.layers.push_back(std::move(lw));
   }
   w.final_norm = randn({D}, 0.1f, 1.0f);

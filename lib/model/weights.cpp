@@ -36,9 +36,11 @@ Weights load_weights(const ModelConfig& cfg, const std::string& dir) {
   const int64_t D = cfg.hidden_size, F = cfg.intermediate_size, V = cfg.vocab_size;
   const int64_t Q = int64_t(cfg.num_heads) * cfg.head_dim;      // q_proj width
   const int64_t KV = int64_t(cfg.num_kv_heads) * cfg.head_dim;  // k/v_proj width
-  // Qwen2 always has q/k/v biases; Llama only with attention_bias (which also adds o's).
+  // Qwen2 always has q/k/v biases; Llama and Qwen3 only with attention_bias (which also adds
+  // o's: config.cpp sets o_proj_bias so).
   const bool qkv_bias = cfg.attention_bias || cfg.arch == Arch::Qwen2;
-  const bool o_bias = cfg.o_proj_bias && cfg.arch == Arch::Llama;
+  const bool o_bias = cfg.o_proj_bias && cfg.arch != Arch::Qwen2;
+  const int64_t hd = cfg.head_dim;
 
   Weights w;
   w.storage = st.storage();
@@ -70,6 +72,10 @@ Weights load_weights(const ModelConfig& cfg, const std::string& dir) {
       L.bk = f.get(p + "self_attn.k_proj.bias", {KV});
       L.bv = f.get(p + "self_attn.v_proj.bias", {KV});
     }
+    if (cfg.qk_norm) {
+      L.q_norm = f.get(p + "self_attn.q_norm.weight", {hd});
+      L.k_norm = f.get(p + "self_attn.k_norm.weight", {hd});
+    }
     L.wo = f.get(p + "self_attn.o_proj.weight", {D, Q});
     if (o_bias) L.bo = f.get(p + "self_attn.o_proj.bias", {D});
     L.ffn_norm = f.get(p + "post_attention_layernorm.weight", {D});
@@ -98,6 +104,8 @@ std::vector<std::pair<std::string, const Tensor*>> named_weights(const Weights& 
     add(p + "self_attn.v_proj.bias", L.bv);
     add(p + "self_attn.o_proj.weight", L.wo);
     add(p + "self_attn.o_proj.bias", L.bo);
+    add(p + "self_attn.q_norm.weight", L.q_norm);   // after o_proj, as Qwen3Attention declares them
+    add(p + "self_attn.k_norm.weight", L.k_norm);
     add(p + "post_attention_layernorm.weight", L.ffn_norm);
     add(p + "mlp.gate_proj.weight", L.w_gate);
     add(p + "mlp.up_proj.weight", L.w_up);

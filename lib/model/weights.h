@@ -1,4 +1,4 @@
-// Weights: every tensor of a Llama/Qwen2 decoder, named for what it is, in the type it is
+// Weights: every tensor of a Llama/Qwen2/Qwen3 decoder, named for what it is, in the type it is
 // stored in (F32/F16/BF16 views into memory-mapped safetensors or GGUF files, GGUF blocks:
 // tensor/quant_blocks.h).
 // HF names in comments; shapes are PyTorch's [out, in] for Linear weights.
@@ -19,8 +19,10 @@ struct LayerWeights {
   Tensor wk;          // [Hkv*hd, D]    ...k_proj.weight
   Tensor wv;          // [Hkv*hd, D]    ...v_proj.weight
   Tensor bq, bk, bv;  // [H*hd] / [Hkv*hd] (undefined when the model has no q/k/v bias)
+  Tensor q_norm;      // [hd]           ...self_attn.q_norm.weight (Qwen3 only)
+  Tensor k_norm;      // [hd]           ...self_attn.k_norm.weight (Qwen3 only)
   Tensor wo;          // [D, H*hd]      ...o_proj.weight
-  Tensor bo;          // [D] (Llama attention_bias only)
+  Tensor bo;          // [D] (Llama/Qwen3 attention_bias only)
   Tensor ffn_norm;    // [D]            model.layers.L.post_attention_layernorm.weight
   Tensor w_gate;      // [F, D]         model.layers.L.mlp.gate_proj.weight
   Tensor w_up;        // [F, D]         ...up_proj.weight

@@ -24,6 +24,8 @@ const std::vector<HookInfo> kHooks = {
     {Hook::AttnQ, "layers.{L}.attn.q", "B,H,T,hd", true},
     {Hook::AttnK, "layers.{L}.attn.k", "B,Hkv,T,hd", true},
     {Hook::AttnV, "layers.{L}.attn.v", "B,Hkv,T,hd", true},
+    {Hook::AttnQNorm, "layers.{L}.attn.q_norm", "B,H,T,hd", true},
+    {Hook::AttnKNorm, "layers.{L}.attn.k_norm", "B,Hkv,T,hd", true},
     {Hook::AttnQRope, "layers.{L}.attn.q_rope", "B,H,T,hd", true},
     {Hook::AttnKRope, "layers.{L}.attn.k_rope", "B,Hkv,T,hd", true},
     {Hook::AttnScores, "layers.{L}.attn.scores", "B,H,T,S", true},

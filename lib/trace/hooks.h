@@ -13,7 +13,7 @@ enum class Hook : int {
   TokensInputIds, TokensAttentionMask, TokensPositionIds, Embed,
   MaskCausal, MaskPadding, MaskCombined, RopeCos, RopeSin,
   // per layer
-  ResidPre, AttnNorm, AttnQ, AttnK, AttnV, AttnQRope, AttnKRope, AttnScores, AttnProbs,
+  ResidPre, AttnNorm, AttnQ, AttnK, AttnV, AttnQNorm, AttnKNorm, AttnQRope, AttnKRope, AttnScores, AttnProbs,
   AttnZ, AttnOut, ResidMid, FfnNorm, FfnGate, FfnUp, FfnAct, FfnOut, ResidPost, KvK, KvV,
   // per layer, opt-in (see HookInfo::opt_in): the logit lens of resid_post (model/lens.h)
   LensLogits, LensTopkIds, LensTopkProbs,

@@ -8,6 +8,11 @@ namespace lmscope {
 
 Trace::Trace(HookSet hooks, TraceWriter* writer) : hooks_(std::move(hooks)), writer_(writer) {
   fired_.resize(int(Hook::Count));
+  not_in_model_.assign(int(Hook::Count), 0);
+}
+
+void Trace::set_not_in_model(const std::vector<Hook>& hooks) {
+  for (Hook h : hooks) not_in_model_[int(h)] = 1;
 }
 
 void Trace::begin_step(const StepInfo& info) {
@@ -51,7 +56,7 @@ std::vector<std::string> Trace::never_fired() const {
     auto fired = [&](int layer) { return int(row.size()) > layer + 1 && row[layer + 1]; };
     if (!info.per_layer) {
       // quant.* fire only under a backend or scheme that quantizes activations (below).
-      if (int(info.id) >= int(Hook::QuantQProjScale)) continue;
+      if (int(info.id) >= int(Hook::QuantQProjScale) || not_in_model_[int(info.id)]) continue;
       if (hooks_.enabled(info.id, -1) && !fired(-1)) out.push_back(info.pattern);
       continue;
     }
@@ -61,7 +66,7 @@ std::vector<std::string> Trace::never_fired() const {
     if (!p || p->layer < 0) continue;
     // quant.* fire only under lmscope-quant's activation schemes or --cpu-activations q8; a
     // plain run lacks nothing.
-    if (int(p->id) >= int(Hook::QuantQProjScale)) continue;
+    if (int(p->id) >= int(Hook::QuantQProjScale) || not_in_model_[int(p->id)]) continue;
     const auto& row = fired_[int(p->id)];
     if (!(int(row.size()) > p->layer + 1 && row[p->layer + 1])) out.push_back(name);
   }

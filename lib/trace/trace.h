@@ -51,6 +51,11 @@ class Trace {
   const HookSet& hooks() const { return hooks_; }
   int lens_top_k() const { return hooks_.lens_top_k(); }
 
+  // Hooks the model does not compute at all (layers.L.attn.q_norm of a model with no q/k
+  // norm): a request for them ("*") lacks nothing, so never_fired() leaves them out. The
+  // Decoder says so from its config at each forward.
+  void set_not_in_model(const std::vector<Hook>& hooks);
+
   // Requested hooks that never fired in any step ("kv.0.k" under --no-cache, ...).
   std::vector<std::string> never_fired() const;
   int64_t tensors_written() const { return written_; }
@@ -63,6 +68,7 @@ class Trace {
   int step_ = -1;
   int64_t step_T_ = 0;   // query tokens this step: the rows a kv hook appended
   std::vector<std::vector<char>> fired_;
+  std::vector<char> not_in_model_;   // by Hook id
   int64_t written_ = 0;
 };
 

@@ -75,6 +75,19 @@ struct Bf16Bounds {
 };
 // The tiny random goldens: about twice the measured errors quoted above.
 constexpr Bf16Bounds kTinyBf16 = {8e-2, 1e-1, 1.2e-1, 2.5e-1, 1.7e-1, 0.998};
+// tiny-qwen3 (D 32, q_norm / k_norm): measured on its three prefills with Bf16Emulation and
+// with lmscope-trace --backend cuda --dtype bf16 on the emulator, max_abs / scale: q/k/v, norms
+// and residuals 5.0-8.1e-2, k_norm / k_rope / kv.k 1.23e-1, scores 1.02e-1, logits 7.3e-2,
+// attn_out 1.0e-1, attn.z 1.1e-1, probs 6.8e-2 absolute; every cosine >= 0.9993. The per-head
+// k norm scales each head's row to rms about its weight (2 here): a row of small norm has its
+// bf16 error scaled up with it, against a tensor maximum that grows less. About twice those
+// again, and the same cosine floor, which is what still catches a layout or mask bug.
+constexpr Bf16Bounds kTinyQwen3Bf16 = {2.5e-1, 1.5e-1, 2e-1, 2.5e-1, 1.7e-1, 0.998};
+
+// The bounds of a golden's family.
+const Bf16Bounds& bf16_bounds(const nlohmann::json& g) {
+  return g["model"] == "golden/models/tiny-qwen3" ? kTinyQwen3Bf16 : kTinyBf16;
+}
 
 ToleranceTable bf16_tolerances(const Bf16Bounds& b = kTinyBf16) {
   ToleranceTable t = ToleranceTable::defaults();
@@ -232,9 +245,11 @@ TEST_P(GoldenCuda, Bf16EmulatedOnTheCpuPassesTheBf16Tolerances) {
   ASSERT_FALSE(g.is_null()) << "golden/traces/manifest.json is missing";
   Bf16Emulation be;
   GoldenRun run = run_golden(g, be, "emulated-bf16");
-  CompareReport rep = compare(run.trace, kRoot + "/" + g["file"].get<std::string>(), bf16_tolerances(), kBf16Hooks, {0});
+  const Bf16Bounds& bounds = bf16_bounds(g);
+  CompareReport rep =
+      compare(run.trace, kRoot + "/" + g["file"].get<std::string>(), bf16_tolerances(bounds), kBf16Hooks, {0});
   if (std::getenv("LMSCOPE_PRINT_BF16_ERRORS")) print_errors(rep, GetParam() + "/emulated");
-  expect_bf16_close(rep);
+  expect_bf16_close(rep, bounds.min_cosine);
   const bool same = run.tokens == g["generated_ids"].get<std::vector<std::vector<int32_t>>>();
   std::printf("bf16 %s: greedy tokens %s HF float32's; first near tie per row at step %s\n", GetParam().c_str(),
               same ? "equal" : "differ from", join(first_near_tie(run.trace)).c_str());
@@ -246,9 +261,11 @@ TEST_P(GoldenCuda, Bf16MatchesHuggingFaceAndTheBf16Emulation) {
   const nlohmann::json g = entry(GetParam());
   ASSERT_FALSE(g.is_null());
   GoldenRun run = run_golden(g, *gpu, "cuda-bf16");
-  CompareReport rep = compare(run.trace, kRoot + "/" + g["file"].get<std::string>(), bf16_tolerances(), kBf16Hooks, {0});
+  const Bf16Bounds& bounds = bf16_bounds(g);
+  CompareReport rep =
+      compare(run.trace, kRoot + "/" + g["file"].get<std::string>(), bf16_tolerances(bounds), kBf16Hooks, {0});
   if (std::getenv("LMSCOPE_PRINT_BF16_ERRORS")) print_errors(rep, GetParam() + "/cuda");
-  expect_bf16_close(rep);
+  expect_bf16_close(rep, bounds.min_cosine);
 
   // Greedy tokens equal to the emulation's, each row up to its first near tie; every hook of
   // the steps before any row's tie (and of that step, computed from the same inputs) within
@@ -262,7 +279,7 @@ TEST_P(GoldenCuda, Bf16MatchesHuggingFaceAndTheBf16Emulation) {
   const int common = *std::min_element(trusted.begin(), trusted.end());
   std::vector<int> steps;
   for (int s = 0; s <= common && s < int(emu.tokens[0].size()); ++s) steps.push_back(s);
-  expect_bf16_close(compare(run.trace, emu.trace, bf16_tolerances(), kBf16Hooks, steps));
+  expect_bf16_close(compare(run.trace, emu.trace, bf16_tolerances(bounds), kBf16Hooks, steps), bounds.min_cosine);
   std::printf("bf16 %s: greedy tokens equal to the emulation's, per row up to step %s of %zu (a near tie)\n",
               GetParam().c_str(), join(trusted).c_str(), emu.tokens[0].size());
   fs::remove(run.trace);

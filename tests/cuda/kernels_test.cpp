@@ -250,6 +250,20 @@ TEST(CudaKernels, SwigluAndAdd) {
   }
 }
 
+// Gemma 3's GeGLU: the same per-element function (kernels/activation.cuh) on both backends.
+TEST(CudaKernels, GegluTanh) {
+  LMSCOPE_CUDA_OR_SKIP(gpu, "f32");
+  CpuBackend cpu;
+  for (int64_t n : {1, 257, 2048 * 3}) {
+    Tensor a = randn({n}, 15, 3.0f), b = randn({n}, 16);
+    Tensor ref = cpu.alloc({n});
+    cpu.geglu_tanh(ref, a, b);
+    Tensor out = gpu->alloc({n});
+    gpu->geglu_tanh(out, gpu->upload(a), gpu->upload(b));
+    EXPECT_TRUE(close(host(*gpu, out), ref, 0, same_math_rtol(1e-6))) << n;
+  }
+}
+
 // ---- attention ------------------------------------------------------------------------------
 
 struct AttnCase {

@@ -62,13 +62,21 @@ TEST_P(GoldenCudaCli, TraceThenDiffPasses) {
     EXPECT_EQ(d.code, 0) << "graphs " << graphs << ": " << diff << "\n" << d.out << d.err;
   }
 
-  // bf16, prefill: the bounds of tests/cuda/golden_cuda_test.cpp's kTinyBf16 (docs/tolerances.md).
+  // bf16, prefill: the bounds of tests/cuda/golden_cuda_test.cpp's kTinyBf16, or kTinyQwen3Bf16
+  // for tiny-qwen3 (docs/tolerances.md).
   const std::string tol = tmp.file("bf16.json");
-  std::ofstream(tol) << R"({"tokens.*": {"atol": 0, "rtol": 0}, "mask.*": {"atol": 0, "rtol": 0},
-    "rope.*": {"atol": 1e-4, "rtol": 0}, "embed": {"atol": 0, "rtol": 4e-3},
-    "layers.*.attn.probs": {"atol": 0.17, "rtol": 0}, "layers.*.attn.z": {"atol": 1e-4, "rtol": 0.25},
-    "layers.*.attn_out": {"atol": 1e-4, "rtol": 0.12}, "logits": {"atol": 1e-4, "rtol": 0.1},
-    "*": {"atol": 1e-4, "rtol": 0.08}})";
+  if (g["model"] == "golden/models/tiny-qwen3")
+    std::ofstream(tol) << R"({"tokens.*": {"atol": 0, "rtol": 0}, "mask.*": {"atol": 0, "rtol": 0},
+      "rope.*": {"atol": 1e-4, "rtol": 0}, "embed": {"atol": 0, "rtol": 4e-3},
+      "layers.*.attn.probs": {"atol": 0.17, "rtol": 0}, "layers.*.attn.z": {"atol": 1e-4, "rtol": 0.25},
+      "layers.*.attn_out": {"atol": 1e-4, "rtol": 0.2}, "logits": {"atol": 1e-4, "rtol": 0.15},
+      "*": {"atol": 1e-4, "rtol": 0.25}})";
+  else
+    std::ofstream(tol) << R"({"tokens.*": {"atol": 0, "rtol": 0}, "mask.*": {"atol": 0, "rtol": 0},
+      "rope.*": {"atol": 1e-4, "rtol": 0}, "embed": {"atol": 0, "rtol": 4e-3},
+      "layers.*.attn.probs": {"atol": 0.17, "rtol": 0}, "layers.*.attn.z": {"atol": 1e-4, "rtol": 0.25},
+      "layers.*.attn_out": {"atol": 1e-4, "rtol": 0.12}, "logits": {"atol": 1e-4, "rtol": 0.1},
+      "*": {"atol": 1e-4, "rtol": 0.08}})";
   const std::string out = tmp.file("bf16.h5");
   testing_util::CliRun t = testing_util::run_cli(trace_command(g, "bf16", out));
   ASSERT_EQ(t.code, 0) << t.err;

@@ -110,6 +110,34 @@ TEST(Trace, UnaskedHooksAreNotWrittenAndAllHooksFire) {
   EXPECT_EQ(all.tensors_written(), 2 * (9 + 20 * 3 + 2 + 10));
 }
 
+// Qwen3 (q/k norms, no biases): its two hooks more per layer fire, and the cache still gives
+// the tokens of a full recompute. (tests/golden holds the numbers to HF's Qwen3.)
+TEST(Trace, Qwen3QKNormHooksFire) {
+  ModelConfig cfg = tiny_qwen2_shapes(300);
+  cfg.arch = Arch::Qwen3;
+  cfg.architecture = "Qwen3ForCausalLM";
+  cfg.attention_bias = false;
+  cfg.qk_norm = true;
+  const Weights w = random_weights(cfg, 42, 0.3f);
+  auto backend = make_backend("cpu");
+  Decoder decoder{cfg, w, *backend};
+  GenerateOptions opt;
+  opt.prompts = {{5, 6, 7}};
+  opt.max_new_tokens = 2;
+  Trace all(HookSet::all(cfg.num_layers), nullptr);
+  const GenerateResult cached = generate(decoder, opt, &all);
+  EXPECT_TRUE(all.never_fired().empty()) << all.never_fired().front();
+  EXPECT_EQ(all.tensors_written(), 2 * (9 + 22 * 3 + 2 + 10));
+  opt.use_cache = false;
+  EXPECT_EQ(generate(decoder, opt, nullptr).new_tokens, cached.new_tokens);
+  // A model without them lacks nothing, but their names are still asked for: never_fired()
+  // leaves them out only because the decoder says the model has none.
+  TinyModel qwen2;
+  Trace t(HookSet("layers.*.attn.q_norm,logits", "", qwen2.cfg.num_layers), nullptr);
+  generate(qwen2.decoder, opt, &t);
+  EXPECT_TRUE(t.never_fired().empty());
+}
+
 TEST(Trace, NoCacheMeansKvHooksNeverFire) {
   TinyModel m;
   GenerateOptions opt;

@@ -148,6 +148,30 @@ TEST(GgufModel, TinyQwen2IsNotPermutedAndHasBiases) {
   expect_same_weights(a.weights, b.weights, true);
 }
 
+// Qwen3: blk.N.attn_q_norm / attn_k_norm are HF's q_norm / k_norm; q/k not permuted (llama.cpp's
+// converter treats Qwen3 as Qwen2), no biases.
+TEST(GgufModel, TinyQwen3HasQKNormsAndIsNotPermuted) {
+  TempDir d;
+  iotest::TinySpec spec;
+  spec.arch = "Qwen3ForCausalLM";
+  spec.model_type = "qwen3";
+  spec.extra_config = ",\"head_dim\":4";
+  ggtest::TinyGguf g;
+  g.arch = "qwen3";
+  g.permute_qk = false;
+  g.tied = spec.tie;
+  const LoadedModel a = load_model(write_gguf(d, ggtest::tiny_gguf(g)));
+  const LoadedModel b = load_model(write_safetensors(d, spec));
+  expect_same_config(a.cfg, b.cfg);
+  EXPECT_TRUE(a.cfg.qk_norm);
+  EXPECT_FALSE(a.cfg.attention_bias);
+  expect_same_weights(a.weights, b.weights, false);
+  for (size_t l = 0; l < a.weights.layers.size(); ++l) {
+    expect_same(a.weights.layers[l].q_norm, b.weights.layers[l].q_norm, "q_norm");
+    expect_same(a.weights.layers[l].k_norm, b.weights.layers[l].k_norm, "k_norm");
+  }
+}
+
 TEST(GgufModel, UppercaseExtensionAndMagicDispatch) {
   TempDir d;
   const std::string p = write_gguf(d, ggtest::tiny_gguf({}), "TINY.GGUF");

@@ -196,6 +196,10 @@ inline Writer tiny_gguf(const TinyGguf& s) {
       add(p + "attn_v.bias", KV, 1);
     }
     add(p + "attn_output.weight", D, Q);
+    if (s.arch == "qwen3") {   // [hd]: HF's q_norm / k_norm
+      add(p + "attn_q_norm.weight", Q / 2, 1);
+      add(p + "attn_k_norm.weight", Q / 2, 1);
+    }
     add(p + "ffn_norm.weight", D, 1);
     add(p + "ffn_gate.weight", F, D);
     add(p + "ffn_up.weight", F, D);

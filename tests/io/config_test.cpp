@@ -87,6 +87,43 @@ TEST(Config, LlamaAttentionBiasAndTying) {
   EXPECT_TRUE(c.o_proj_bias);
 }
 
+// Qwen3: head_dim stated (HF's default is a fixed 128, not D / H), q/k norms, biases only with
+// attention_bias (then on o too, as Qwen3Attention), model_type alone names it.
+TEST(Config, Qwen3) {
+  const std::map<std::string, std::string> qwen3 = {{"architectures", "[\"Qwen3ForCausalLM\"]"},
+                                                    {"model_type", "\"qwen3\""}};
+  auto c = parse_model_config(qwen2(",\"head_dim\":32,\"attention_bias\":false", qwen3), kSrc);
+  EXPECT_EQ(c.arch, Arch::Qwen3);
+  EXPECT_EQ(c.architecture, "Qwen3ForCausalLM");
+  EXPECT_EQ(c.head_dim, 32);   // not 64 / 4
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_FALSE(c.o_proj_bias);
+  c = parse_model_config(qwen2(",\"head_dim\":16,\"attention_bias\":true", qwen3), kSrc);
+  EXPECT_TRUE(c.attention_bias);
+  EXPECT_TRUE(c.o_proj_bias);
+  EXPECT_FALSE(parse_model_config(qwen2(), kSrc).qk_norm);   // Qwen2 has none
+  EXPECT_EQ(parse_model_config(qwen2(",\"head_dim\":16", {{"architectures", ""}, {"model_type", "\"qwen3\""}}), kSrc).arch,
+            Arch::Qwen3);
+  EXPECT_EQ(parse_model_config(qwen2(",\"head_dim\":16", {{"max_position_embeddings", ""}, {"architectures", ""}, {"model_type", "\"qwen3\""}}), kSrc)
+                .max_position_embeddings,
+            32768);   // Qwen3Config's default
+  expect_config_error(qwen2("", qwen3), {"field 'head_dim' is missing", "not D / H"});
+  expect_config_error(qwen2(",\"head_dim\":16", {{"architectures", "[\"Qwen3ForCausalLM\"]"}}),
+                      {"field 'model_type': 'qwen2' does not match architectures 'Qwen3ForCausalLM' (expected 'qwen3')"});
+  // The sliding-window refusal of Qwen2 holds for Qwen3 too.
+  auto sliding = qwen3;
+  sliding["use_sliding_window"] = "true";
+  expect_config_error(qwen2(",\"head_dim\":16", sliding), {"field 'use_sliding_window'", "is not supported"});
+}
+
+TEST(Config, LayerTypes) {
+  EXPECT_NO_THROW(parse_model_config(qwen2(",\"layer_types\":[\"full_attention\",\"full_attention\"]"), kSrc));
+  expect_config_error(qwen2(",\"layer_types\":[\"full_attention\",\"sliding_attention\"]"),
+                      {"field 'layer_types': entry 1 is \"sliding_attention\": only 'full_attention' is supported"});
+  expect_config_error(qwen2(",\"layer_types\":\"full\""), {"field 'layer_types' must be a list of strings, got string"});
+}
+
 TEST(Config, HeadDimGivenVersusDerived) {
   EXPECT_EQ(parse_model_config(qwen2(",\"head_dim\":32"), kSrc).head_dim, 32);  // not 64/4
   EXPECT_EQ(parse_model_config(qwen2(",\"head_dim\":null"), kSrc).head_dim, 16);
@@ -153,7 +190,7 @@ TEST(Config, WrongFieldType) {
 
 TEST(Config, UnsupportedArchitecture) {
   expect_config_error(qwen2("", {{"architectures", "[\"MistralForCausalLM\"]"}, {"model_type", "\"mistral\""}}),
-                      {"field 'architectures': 'MistralForCausalLM' is not supported (Qwen2ForCausalLM, LlamaForCausalLM)"});
+                      {"field 'architectures': 'MistralForCausalLM' is not supported (Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM)"});
   expect_config_error(qwen2("", {{"model_type", "\"llama\""}}),
                       {"field 'model_type': 'llama' does not match architectures 'Qwen2ForCausalLM'"});
   // Without "architectures", model_type decides.

@@ -114,7 +114,7 @@ struct TinySpec {
   std::string arch = "Qwen2ForCausalLM";
   std::string model_type = "qwen2";
   bool tie = true;
-  bool attention_bias = false;  // Llama only
+  bool attention_bias = false;  // Llama, Qwen3 (Qwen3 needs extra_config ",\"head_dim\":4")
   std::string extra_config;     // appended fields, e.g. ",\"head_dim\":4"
 };
 
@@ -138,6 +138,7 @@ inline std::map<std::string, StTensor> tiny_tensors(const TinySpec& s) {
     base += 1;
   };
   const bool qwen = s.arch == "Qwen2ForCausalLM";
+  const bool qk_norm = s.arch == "Qwen3ForCausalLM";
   add("model.embed_tokens.weight", {V, D});
   add("model.norm.weight", {D});
   if (!s.tie) add("lm_head.weight", {V, D});
@@ -153,6 +154,10 @@ inline std::map<std::string, StTensor> tiny_tensors(const TinySpec& s) {
       add(p + "self_attn.v_proj.bias", {KV});
     }
     add(p + "self_attn.o_proj.weight", {D, Q});
+    if (qk_norm) {   // [hd], hd = Q / 2 heads
+      add(p + "self_attn.q_norm.weight", {Q / 2});
+      add(p + "self_attn.k_norm.weight", {Q / 2});
+    }
     if (!qwen && s.attention_bias) add(p + "self_attn.o_proj.bias", {D});
     add(p + "post_attention_layernorm.weight", {D});
     add(p + "mlp.gate_proj.weight", {F, D});

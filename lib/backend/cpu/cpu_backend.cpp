@@ -294,6 +294,16 @@ void CpuBackend::swiglu(Tensor& out, const Tensor& gate, const Tensor& up) {
   for (int64_t i = 0; i < n; ++i) o[i] = lmscope::swiglu(g[i], u[i]);
 }
 
+void CpuBackend::geglu_tanh(Tensor& out, const Tensor& gate, const Tensor& up) {
+  const int64_t n = out.numel();
+  check(gate.numel() == n && up.numel() == n, "geglu_tanh: sizes");
+  const float* g = gate.f32();
+  const float* u = up.f32();
+  float* o = out.f32();
+#pragma omp parallel for if (n >= kParallelFrom)
+  for (int64_t i = 0; i < n; ++i) o[i] = lmscope::geglu_tanh(g[i], u[i]);
+}
+
 void CpuBackend::add(Tensor& out, const Tensor& a, const Tensor& b) {
   const int64_t n = out.numel();
   check(a.numel() == n && b.numel() == n, "add: sizes");

@@ -403,6 +403,13 @@ class CudaBackend final : public Backend {
     cuda::swiglu(f(out), f(gate), f(up), out.numel(), st_);
   }
 
+  void geglu_tanh(Tensor& out, const Tensor& gate, const Tensor& up) override {
+    forget_rounded();
+    check(gate.numel() == out.numel() && up.numel() == out.numel(), "geglu_tanh: sizes");
+    auto timing = timed([&] { return "geglu_tanh n=" + std::to_string(out.numel()); }, 12.0 * out.numel());
+    cuda::geglu_tanh(f(out), f(gate), f(up), out.numel(), st_);
+  }
+
   void add(Tensor& out, const Tensor& a, const Tensor& b) override {
     forget_rounded();
     const int64_t n = out.numel();
