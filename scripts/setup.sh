@@ -10,6 +10,7 @@ main=(cmake ninja-build g++ pkg-config libhdf5-dev hdf5-tools nlohmann-json3-dev
 tests=(libgtest-dev libpng-dev                        # the GoogleTest suites; tests/report reads PNGs
        python3-h5py python3-numpy python3-pytest     # tests/python (ctest python_reader), /usr/bin/python3
        python3-dev pybind11-dev                      # the Python module lmscope._core (python/src)
+       python3-venv                                  # scripts/ray-venv.sh (ray for the collection's tests)
        python3-nbclient python3-nbformat             # tests/python_module/test_notebooks.py executes
        python3-ipykernel python3-matplotlib          #   walkthroughs/notebooks/*.ipynb (their plots: matplotlib)
        chromium                                      # renders lmscope-report's page and pictures in tests/report

@@ -5,9 +5,13 @@
 # one. The exit status is non-zero when either failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build.sh
+scripts/setup.sh
+# Ray for the collection's tests on a local cluster (ctest python_collect_ray): its own venv.
+ray_python=$(scripts/ray-venv.sh) || echo "test: ray could not be installed; the Ray tests will not run"
+scripts/build.sh -DLMSCOPE_RAY_PYTHON="${ray_python:-}"
 scripts/fetch-model.sh || echo "test: SmolLM2 could not be fetched; its tests will skip"
 scripts/fetch-r1-tokenizer.sh || echo "test: the DeepSeek-R1-Distill GGUF header could not be fetched; its tests will skip"
+scripts/fetch-qwen2-model.sh || echo "test: Qwen2.5-Coder-0.5B-Instruct could not be fetched; its tests will skip"
 # ctest runs two tests at once on the two cores: one OpenMP thread each. Two-thread tests side
 # by side spin against each other (measured: 182 s of tests instead of 28 s).
 failed=()
