@@ -31,9 +31,12 @@ from . import names as _names  # noqa: E402
 from .interventions import Add, Intervention, Mean, Patch, Scale, Zero  # noqa: F401
 from .activation_dataset import ActivationDataset  # noqa: F401
 from .collection import collect  # noqa: F401
+from .attribution import (Attribution, Decomposition, attribution_hooks, decompose,  # noqa: F401
+                          head_results, logit_attribution)
 
 __all__ = ["Model", "ActivationCache", "Generation", "Tokens", "Trace",
-           "Intervention", "Zero", "Scale", "Mean", "Patch", "Add", "collect", "ActivationDataset"]
+           "Intervention", "Zero", "Scale", "Mean", "Patch", "Add", "collect", "ActivationDataset",
+           "attribution_hooks", "logit_attribution", "decompose", "head_results", "Attribution", "Decomposition"]
 
 Prompt = Union[str, Sequence[int]]
 
@@ -269,3 +272,10 @@ def _tl_layout_hook(fn):
         r = fn(view, ctx)
         return None if r is None else np.asarray(r).transpose(0, 2, 1, 3)
     return hook
+
+
+# Direct logit attribution as methods too (python/lmscope/attribution.py, docs/attribution.md):
+# m.logit_attribution(cache, (" Paris", " Rome"), heads=True), m.decompose(cache), m.head_results(cache, 3).
+Model.logit_attribution = logit_attribution
+Model.decompose = decompose
+Model.head_results = head_results
