@@ -17,6 +17,7 @@ hook_result), computed here from the cache's `attn.z` and o_proj's weight, only 
     attr = m.logit_attribution(cache, (" Paris", " Rome"), heads=True)
     attr["L23H3"], attr.heads()          # one head's share; all of them as [L, H]
 """
+import re
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple, Union
 
@@ -53,7 +54,7 @@ class Attribution:
 
     def heads(self) -> np.ndarray:
         """[L, H]: each head's share (KeyError unless made with heads=True)."""
-        idx = [i for i, lab in enumerate(self.labels) if lab.startswith("L") and "H" in lab]
+        idx = [i for i, lab in enumerate(self.labels) if re.fullmatch(r"L\d+H\d+", lab)]
         if not idx:
             raise KeyError("no per-head components: call logit_attribution(..., heads=True)")
         return self.values[idx].reshape(-1, self.num_heads)
@@ -65,10 +66,11 @@ class Attribution:
 
 
 def attribution_hooks(model, heads: bool = False) -> List[str]:
-    """The hooks decompose() reads: pass as run_with_cache(..., names=...)."""
+    """The hooks decompose() reads: pass as run_with_cache(..., names=...). With heads, attn.z
+    too (attn_out stays, so the same cache serves heads=False)."""
     last = model.info["num_layers"] - 1
-    names = ["embed", "layers.*.ffn_out", "layers.%d.resid_post" % last]
-    return names + (["layers.*.attn.z"] if heads else ["layers.*.attn_out"])
+    names = ["embed", "layers.*.attn_out", "layers.*.ffn_out", "layers.%d.resid_post" % last]
+    return names + (["layers.*.attn.z"] if heads else [])
 
 
 def head_results(model, cache, layer: int) -> np.ndarray:
@@ -85,7 +87,10 @@ def decompose(model, cache, pos: int = -1, row: int = 0, heads: bool = False) ->
     """The components of the final residual stream at position `pos` of batch row `row`: the
     embedding, then per layer its attention output (or, heads=True, each head's result and the
     o_proj bias if the model has one) and its MLP output (`ffn_out`)."""
-    where = "decompose"
+    return _decompose(model, cache, pos, row, heads, "decompose")
+
+
+def _decompose(model, cache, pos: int, row: int, heads: bool, where: str) -> Decomposition:
     L = model.info["num_layers"]
     resid = _hook(cache, "layers.%d.resid_post" % (L - 1), where)               # [B, T, D]
     row, pos = _position(cache, resid.shape, row, pos, where)
@@ -119,7 +124,7 @@ def logit_attribution(model, cache, answer: Answer, pos: int = -1, row: int = 0,
     strings for logit[a] - logit[b]; one id or string for that logit alone; or a direction of D
     numbers in the unembedding's space (the final norm's weight is applied to it)."""
     u = _direction(model, answer)                                               # [D]
-    dec = decompose(model, cache, pos=pos, row=row, heads=heads)
+    dec = _decompose(model, cache, pos, row, heads, "logit_attribution")
     eps = float(model.cfg.get("rms_norm_eps", 1e-6))
     scale = 1.0 / np.sqrt(np.mean(dec.resid ** 2) + eps)                        # frozen: one number for all
     w = model.weight("model.norm.weight").astype(np.float64)                    # [D]
@@ -158,6 +163,8 @@ def _position(cache, shape: Sequence[int], row: int, pos: int, where: str) -> Tu
 
 def _direction(model, answer: Answer) -> np.ndarray:
     """The unembedding direction [D] float64 of an answer (see logit_attribution)."""
+    if isinstance(answer, np.ndarray) and answer.dtype.kind in "iu":
+        answer = answer.tolist()                                                # ids, as a list or one int
     if isinstance(answer, np.ndarray) and answer.dtype.kind == "f":
         D = model.info["hidden_size"]
         if answer.shape != (D,):

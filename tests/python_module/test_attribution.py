@@ -35,7 +35,7 @@ def within_logits_tolerance(ours, ref):
 def check_against_transformer_lens(m, ref):
     import lmscope
     a, b = ref["answer"]
-    logits, cache = m.run_with_cache(ref["ids"], names=lmscope.attribution_hooks(m, heads=True) + ["layers.*.attn_out"])
+    logits, cache = m.run_with_cache(ref["ids"], names=lmscope.attribution_hooks(m, heads=True))
     L = m.info["num_layers"]
 
     attr = m.logit_attribution(cache, (a, b))
@@ -117,6 +117,8 @@ def test_one_token_and_a_direction(tiny):
     logits, cache = tiny.run_with_cache(TINY_IDS, names=lmscope.attribution_hooks(tiny))
     one = tiny.logit_attribution(cache, 549)
     within_logits_tolerance([one.total], [logits[0, -1, 549]])
+    np.testing.assert_array_equal(tiny.logit_attribution(cache, np.array([549, 593])).values,
+                                  tiny.logit_attribution(cache, (549, 593)).values)
     W_U = tiny.weight("lm_head.weight")
     direction = W_U[549].astype(np.float64) - W_U[593]
     np.testing.assert_allclose(tiny.logit_attribution(cache, direction).values,
