@@ -14,7 +14,8 @@ import os
 import numpy as np
 import pytest
 
-from conftest import ROOT
+import lmscope
+from conftest import ROOT, TINY_IDS
 
 PARIS, ROME = 7042, 7268                  # " Paris", " Rome" in SmolLM2's vocabulary
 EPS32 = 2.0 ** -24                        # float32's unit roundoff
@@ -33,7 +34,6 @@ def within_logits_tolerance(ours, ref):
 
 
 def check_against_transformer_lens(m, ref):
-    import lmscope
     a, b = ref["answer"]
     logits, cache = m.run_with_cache(ref["ids"], names=lmscope.attribution_hooks(m, heads=True))
     L = m.info["num_layers"]
@@ -56,7 +56,6 @@ def check_against_transformer_lens(m, ref):
 
 @pytest.mark.parametrize("name", ["tiny-qwen2", "tiny-llama"])
 def test_tiny_models_match_transformer_lens(name):
-    import lmscope
     ref = reference(name)
     check_against_transformer_lens(lmscope.Model(os.path.join(ROOT, ref["model"])), ref)
 
@@ -78,8 +77,6 @@ def test_components_sum_to_the_logit_difference(tiny, heads):
     """The components add up to the logit difference up to float32 rounding: the engine adds
     them into the residual stream in float32, (n-1) roundings of at most EPS32 times the running
     sum's |value| each (the textbook bound for a sum); a head adds its o_proj dot of H*hd terms."""
-    import lmscope
-    from conftest import TINY_IDS
     logits, cache = tiny.run_with_cache(TINY_IDS, names=lmscope.attribution_hooks(tiny, heads=heads))
     a, b = 549, 593
     attr = tiny.logit_attribution(cache, (a, b), heads=heads)
@@ -96,7 +93,6 @@ def test_components_sum_to_the_logit_difference(tiny, heads):
 def test_head_results_sum_to_attn_out(tiny):
     """TL's hook_result: head h's z_h @ W_O[:, h]; the heads add up to the engine's attn_out
     within its float32 o_proj dot of K = H*hd terms: K * EPS32 * sum_k |z_k W_dk|."""
-    from conftest import TINY_IDS
     _, cache = tiny.run_with_cache(TINY_IDS, names=["layers.*.attn.z", "layers.*.attn_out"])
     K = tiny.info["num_heads"] * tiny.info["head_dim"]
     for layer in range(tiny.info["num_layers"]):
@@ -112,8 +108,6 @@ def test_head_results_sum_to_attn_out(tiny):
 def test_one_token_and_a_direction(tiny):
     """One token: its own logit, split. A direction: the same read of any vector in the
     unembedding's space (here W_U[a] - W_U[b] written out, equal to the pair's)."""
-    import lmscope
-    from conftest import TINY_IDS
     logits, cache = tiny.run_with_cache(TINY_IDS, names=lmscope.attribution_hooks(tiny))
     one = tiny.logit_attribution(cache, 549)
     within_logits_tolerance([one.total], [logits[0, -1, 549]])
@@ -133,8 +127,6 @@ def one_line_error(fn, *words):
 
 
 def test_bad_input_is_one_line(tiny):
-    import lmscope
-    from conftest import TINY_IDS
     _, cache = tiny.run_with_cache(TINY_IDS, names=lmscope.attribution_hooks(tiny))
     V = tiny.info["vocab_size"]
     one_line_error(lambda: tiny.logit_attribution(cache, (V, 593)), "token %d" % V, "vocabulary", "0..%d" % (V - 1))
@@ -151,8 +143,6 @@ def test_bad_input_is_one_line(tiny):
 
 
 def test_padding_position_is_refused(tiny):
-    import lmscope
-    from conftest import TINY_IDS
     _, cache = tiny.run_with_cache([TINY_IDS, TINY_IDS[:7]], names=lmscope.attribution_hooks(tiny))
     # Row 1 is left-padded by 4: positions 0..3 are padding, 4..10 its prompt.
     one_line_error(lambda: tiny.logit_attribution(cache, (549, 593), row=1, pos=2), "position 2 of row 1 is padding", "4..10")
