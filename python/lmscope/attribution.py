@@ -77,10 +77,14 @@ def head_results(model, cache, layer: int) -> np.ndarray:
     """Each head's output of `layer`, z_h @ W_O[:, h] (TL's attn.hook_result): [B, T, H, D] float32.
     The heads sum to attn_out minus o_proj's bias (if any)."""
     z = _hook(cache, "layers.%d.attn.z" % layer, "head_results")                 # [B, T, H, hd]
+    return _through_o_proj(model, layer, z)                                     # [B, T, H, D]
+
+
+def _through_o_proj(model, layer: int, z: np.ndarray) -> np.ndarray:
+    """z [..., H, hd] -> each head's result [..., H, D]: head h's slice of o_proj, no bias."""
     W_O = model.weight("model.layers.%d.self_attn.o_proj.weight" % layer)       # [D, H*hd]
-    H, hd = z.shape[2], z.shape[3]
-    W_O = W_O.reshape(W_O.shape[0], H, hd)                                      # [D, H, hd]
-    return np.einsum("bthk,dhk->bthd", z, W_O)                                  # [B, T, H, D]
+    H, hd = z.shape[-2], z.shape[-1]
+    return np.einsum("...hk,dhk->...hd", z, W_O.reshape(-1, H, hd))             # [..., H, D]
 
 
 def decompose(model, cache, pos: int = -1, row: int = 0, heads: bool = False) -> Decomposition:
@@ -100,10 +104,8 @@ def _decompose(model, cache, pos: int, row: int, heads: bool, where: str) -> Dec
     for layer in range(L):
         if heads:
             z = _hook(cache, "layers.%d.attn.z" % layer, where)[row, pos].astype(np.float64)   # [H, hd]
-            W_O = model.weight("model.layers.%d.self_attn.o_proj.weight" % layer).astype(np.float64)  # [D, H*hd]
-            H, hd = z.shape
-            per_head = np.einsum("hk,dhk->hd", z, W_O.reshape(-1, H, hd))       # [H, D]
-            labels += ["L%dH%d" % (layer, h) for h in range(H)]
+            per_head = _through_o_proj(model, layer, z)                         # [H, D] float64
+            labels += ["L%dH%d" % (layer, h) for h in range(len(per_head))]
             parts += list(per_head)
             bias = "model.layers.%d.self_attn.o_proj.bias" % layer
             if bias in names:
