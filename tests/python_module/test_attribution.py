@@ -7,7 +7,8 @@ Tolerance against TL: the `logits` row of docs/tolerances.md (atol 1e-5, rtol 2e
 reference's largest |value|), applied to the vector of components. Each component is a D-long
 dot of a float32 activation (held to HF within 1e-4 of its scale) with the unembedding
 direction, as a logit is, so the logits' allowance is the one that fits. Measured: at most
-3.7e-6 (tiny-llama), 2.1e-6 on SmolLM2, about 1% of the allowance (docs/attribution.md)."""
+3.7e-6 (tiny-llama), 2.1e-6 on SmolLM2, about 1% of the allowance; 7.3e-6 under the other
+sgemm kernels of docs/tolerances.md (docs/attribution.md)."""
 import json
 import os
 
@@ -26,9 +27,11 @@ def reference(name):
         return json.load(f)
 
 
-def within_logits_tolerance(ours, ref):
+def within_logits_tolerance(ours, ref, scale=None):
+    """scale: the reference's largest |value| unless given (a logit difference is held by the
+    largest |logit| of its position, as the logits are: a near-tie is no reason to be stricter)."""
     ours, ref = np.asarray(ours, np.float64), np.asarray(ref, np.float64)
-    bound = 1e-5 + 2e-4 * float(np.max(np.abs(ref)))
+    bound = 1e-5 + 2e-4 * (float(np.max(np.abs(ref))) if scale is None else scale)
     err = float(np.max(np.abs(ours - ref)))
     assert err <= bound, "max |ours - TransformerLens| = %.3g > %.3g" % (err, bound)
 
@@ -43,7 +46,7 @@ def check_against_transformer_lens(m, ref):
     # TL's labels in the same order: embed, 0_attn_out, 0_mlp_out, ...
     assert list(ref["components"]) == ["embed"] + ["%d_%s" % (l, k) for l in range(L) for k in ("attn_out", "mlp_out")]
     within_logits_tolerance(attr.values, list(ref["components"].values()))
-    within_logits_tolerance([attr.total], [ref["logit_diff"]])
+    within_logits_tolerance([attr.total], [ref["logit_diff"]], scale=ref["logit_scale"])
 
     # Heads: lmscope's z includes the v bias, TL's compatibility mode moves each head's share of
     # it into b_O (golden/make_attribution_refs.py), so a head here is TL's head plus that share.
@@ -87,7 +90,8 @@ def test_components_sum_to_the_logit_difference(tiny, heads):
     assert abs(attr.values.sum() - attr.total) <= bound, (attr.values.sum() - attr.total, bound)
     assert bound < 1e-3 * np.max(np.abs(attr.values))        # it resolves 0.1% of the largest share
     # total is the logit difference the engine computed (the logits' tolerance of docs/tolerances.md).
-    within_logits_tolerance([attr.total], [float(logits[0, -1, a]) - float(logits[0, -1, b])])
+    within_logits_tolerance([attr.total], [float(logits[0, -1, a]) - float(logits[0, -1, b])],
+                            scale=float(np.max(np.abs(logits[0, -1]))))
 
 
 def test_head_results_sum_to_attn_out(tiny):
@@ -110,7 +114,7 @@ def test_one_token_and_a_direction(tiny):
     unembedding's space (here W_U[a] - W_U[b] written out, equal to the pair's)."""
     logits, cache = tiny.run_with_cache(TINY_IDS, names=lmscope.attribution_hooks(tiny))
     one = tiny.logit_attribution(cache, 549)
-    within_logits_tolerance([one.total], [logits[0, -1, 549]])
+    within_logits_tolerance([one.total], [logits[0, -1, 549]], scale=float(np.max(np.abs(logits[0, -1]))))
     np.testing.assert_array_equal(tiny.logit_attribution(cache, np.array([549, 593])).values,
                                   tiny.logit_attribution(cache, (549, 593)).values)
     W_U = tiny.weight("lm_head.weight")
