@@ -363,6 +363,21 @@ void Interventions::begin_run(const std::vector<int64_t>& prompt_lengths, int ma
         fail(s, "pos " + std::to_string(a) + " is before the start of a prompt of " + std::to_string(shortest) + " tokens");
       (void)b;
     }
+    // Key positions: the same run's positions, seen from attn.probs' key axis.
+    for (auto [a, b] : s.key.ranges) {
+      if (a >= 0 && a > last_pos)
+        fail(s, "key " + std::to_string(a) + " is past the run's last position " + std::to_string(last_pos));
+      if (a < 0 && -a > longest + max_new_tokens)
+        fail(s, "key " + std::to_string(a) + " is before the first key of a run of " +
+                    std::to_string(longest + max_new_tokens) + " positions");
+      (void)b;
+    }
+    // Steps that feed tokens: 0 the prompt, 1..max_new_tokens-1 the generated tokens fed back
+    // (the last new token is never fed).
+    for (auto [a, b] : s.step.ranges)
+      if (a > max_new_tokens - 1)
+        fail(s, "step " + std::to_string(a) + " is past the run's last step " + std::to_string(max_new_tokens - 1) +
+                    " (" + std::to_string(max_new_tokens) + " new tokens)");
     for (const auto& [layer, src] : r->source) {
       (void)layer;
       if (src.layout.B != 1 && src.layout.B < B)

@@ -56,6 +56,8 @@ double parse_number(const std::string& spec, const std::string& s, const std::st
   const double v = std::strtod(t.c_str(), &end);
   if (t.empty() || *end || errno == ERANGE || !std::isfinite(v))
     bad(spec, what + " '" + t + "' is not a finite number");
+  // The edit multiplies float32 tensors: 1e39 is a finite double and an infinite float.
+  if (!std::isfinite(float(v))) bad(spec, what + " '" + t + "' is past float32's range (3.4e38)");
   return v;
 }
 
@@ -282,9 +284,15 @@ IndexSet parse_index_set(const std::string& text, const std::string& what, bool 
       const std::string from = trim_blanks(item.substr(0, colon)), to = trim_blanks(item.substr(colon + 1));
       if ((!from.empty() && !parse_int(from, a)) || (!to.empty() && !parse_int(to, b)))
         throw std::invalid_argument(what + " '" + item + "' is not a range (A:B, end excluded)");
-      if (a >= 0 && b != IndexSet::kOpen && b >= 0 && b <= a)
+      // Empty whatever the axis' length when both ends count from the same side.
+      if (b != IndexSet::kOpen && (a >= 0) == (b >= 0) && b <= a)
         throw std::invalid_argument(what + " '" + item + "' is an empty range (A:B, end excluded)");
     }
+    // No axis is that long (prompts, heads and neurons are int32-sized); past this, bounds
+    // arithmetic such as -a would overflow (pos=-2^63 edited nothing).
+    constexpr int64_t kLimit = int64_t(1) << 31;
+    if (a <= -kLimit || a >= kLimit || (b != IndexSet::kOpen && (b <= -kLimit || b >= kLimit)))
+      throw std::invalid_argument(what + " '" + item + "' is beyond any axis (|index| < 2^31)");
     if (!allow_negative && (a < 0 || (b != IndexSet::kOpen && b < 0)))
       throw std::invalid_argument(what + " '" + item + "' is negative (only pos and key count from the end)");
     set.ranges.push_back({a, b});

@@ -1,6 +1,7 @@
 #include "io/page_folder.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,6 +50,36 @@ void fsync_folder(const std::string& dir, const std::string& shown) {
   if (synced != 0) fail(shown, std::strerror(why));
 }
 
+// Removes a folder of ours that was swapped out. Its files can be unlinked only when the folder
+// itself is writable: an old folder made read-only (chmod a-w) would otherwise stay behind as
+// `<folder>.partial.*` after a successful run.
+void remove_old_folder(const std::string& dir) {
+  std::error_code ec;
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add, ec);
+  fs::remove_all(dir, ec);
+}
+
+// Two writers of one page at once (two lmscope-report runs): each swaps its folder in and then
+// writes its page, so without an order the page of one could end beside the folder of the
+// other. An exclusive lock on the page's directory, held from the folder check to the page
+// write, puts them one after the other.
+class DirectoryLock {
+ public:
+  explicit DirectoryLock(const std::string& page_path) {
+    const fs::path parent = fs::path(page_path).parent_path();
+    fd_ = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);   // no lock (a folder we cannot open): the rename's own checks remain
+  }
+  ~DirectoryLock() {
+    if (fd_ >= 0) ::close(fd_);   // closing releases the lock
+  }
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace
 
 void require_folder_target(const std::string& folder) { existing_folder_of_ours(folder); }
@@ -56,11 +87,12 @@ void require_folder_target(const std::string& folder) { existing_folder_of_ours(
 void write_page_with_folder(const std::string& page_path, const std::string& page, const std::string& folder,
                             const std::string& about, const std::vector<FolderFile>& files) {
   require_output_target(page_path);
+  const DirectoryLock one_writer(page_path);
   const bool had_folder = existing_folder_of_ours(folder);
   std::error_code ec;
   if (files.empty()) {
     write_file_atomic(page_path, page);
-    if (had_folder) fs::remove_all(folder, ec);   // an earlier run's: this page does not load it
+    if (had_folder) remove_old_folder(folder);   // an earlier run's: this page does not load it
     return;
   }
   const FileSizeSignalIgnored xfsz;   // ulimit -f: EFBIG from write(), one line
@@ -83,11 +115,11 @@ void write_page_with_folder(const std::string& page_path, const std::string& pag
   try {
     write_file_atomic(page_path, page);
   } catch (...) {
-    if (had_folder && exchange(tmp, folder)) fs::remove_all(tmp, ec);   // the old folder back
+    if (had_folder && exchange(tmp, folder)) remove_old_folder(tmp);   // the old folder back
     else if (!had_folder) fs::remove_all(folder, ec);
     throw;
   }
-  if (had_folder) fs::remove_all(tmp, ec);
+  if (had_folder) remove_old_folder(tmp);
 }
 
 }  // namespace lmscope

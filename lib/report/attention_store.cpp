@@ -25,7 +25,7 @@ int64_t stored_attention_bytes(int64_t B, int64_t H, int64_t T, int64_t S, bool 
   return 4 * ((bytes + 2) / 3);
 }
 
-StoredAttention store_attention(const HookData& probs, const std::string& where) {
+StoredAttention store_attention(const HookData& probs, const std::string& where, bool edited) {
   if (probs.shape.size() != 4) throw std::runtime_error(where + ": attention probabilities are not [B,H,T,S]");
   StoredAttention out;
   out.B = probs.shape[0], out.H = probs.shape[1], out.T = probs.shape[2], out.S = probs.shape[3];
@@ -34,7 +34,7 @@ StoredAttention store_attention(const HookData& probs, const std::string& where)
   for (size_t i = 0; i < q.size(); ++i) {
     const double p = probs.values[i];
     // float32 softmax outputs may exceed 1 by a rounding step; anything further is damage.
-    if (!(p >= -1e-6 && p <= 1 + 1e-6))
+    if (!(p >= -1e-6 && p <= 1 + 1e-6) && !(edited && std::isfinite(p)))
       throw std::runtime_error(where + ": attention probability " + std::to_string(p) + " is not in [0, 1]");
     q[i] = uint16_t(std::lround(std::clamp(p, 0.0, 1.0) * kProbLevels));
   }

@@ -22,7 +22,9 @@ struct StoredAttention {
 
 // probs: a [B,H,T,S] layers.L.attn.probs. Throws one line naming `where` for a NaN or a
 // value outside [0, 1] (beyond float rounding).
-StoredAttention store_attention(const HookData& probs, const std::string& where);
+// `edited`: the trace records an intervention on attn.probs (scale(-1) is a legal edit), so a
+// value outside [0, 1] is the edit's, drawn at the nearer end; otherwise it is damage, refused.
+StoredAttention store_attention(const HookData& probs, const std::string& where, bool edited = false);
 
 // The bytes of a stored block: 4 * ceil(2 * B*H*N / 3) (base64 of N 16-bit levels per head).
 int64_t stored_attention_bytes(int64_t B, int64_t H, int64_t T, int64_t S, bool triangle);

@@ -250,6 +250,9 @@ json attention_section(const Ctx& c, const ReportOptions& opt, int64_t B, std::v
   if (steps.empty())
     for (int st = 0; st < n_steps; ++st) steps.push_back(st);
   const std::set<int> layer_set(layers.begin(), layers.end()), step_set(steps.begin(), steps.end());
+  // An intervention on attn.probs (the trace's record names its site) may leave [0, 1] legally.
+  const bool probs_edited = c.tr.has_root_attr("interventions") &&
+                            c.tr.root_attr_string("interventions").find("attn.probs") != std::string::npos;
   json out;
   out["layers"] = layers;
   out["steps"] = steps;
@@ -285,7 +288,8 @@ json attention_section(const Ctx& c, const ReportOptions& opt, int64_t B, std::v
         top[size_t(b)].push_back(m);
       }
       if (stored && step_set.count(st) && layer_set.count(L)) {
-        AttentionPart part{st, L, store_attention(d, "'" + c.tr.path() + "' " + step_group_name(st) + " " + probs_hook(L))};
+        AttentionPart part{st, L, store_attention(d, "'" + c.tr.path() + "' " + step_group_name(st) + " " + probs_hook(L),
+                                                  probs_edited)};
         shapes[std::to_string(st)] = {{"T", T}, {"S", S}, {"past", c.tr.step_info(st).past_length}};
         cells[std::to_string(st) + "/" + std::to_string(L)] = {H, int(part.stored.triangle)};
         stored->push_back(std::move(part));

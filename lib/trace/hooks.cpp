@@ -119,7 +119,8 @@ std::optional<ParsedHook> parse_hook_name(const std::string& name) {
     if (name.compare(0, prefix.size(), prefix) != 0) continue;
     if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
     std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    // More than nine digits names no layer of any model (and is past what stoi takes).
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
     return ParsedHook{info.id, std::stoi(digits)};
   }
   return std::nullopt;

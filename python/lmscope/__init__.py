@@ -213,7 +213,11 @@ class Model:
                 memory = h.memory()
                 specs.append(str(h) if memory is None else (str(h), memory))
                 continue
+            if not (isinstance(h, (tuple, list)) and len(h) == 2 and isinstance(h[0], str)):
+                raise ValueError("a hook is (site, fn), an lmscope.Zero/Scale/Mean/Patch/Add or a spec string; got %r" % (h,))
             site, fn = h
+            if not callable(fn):
+                raise ValueError("hook for %r: expected a function fn(array, ctx), got %r" % (site, fn))
             for name in self._expand(site):
                 ours, tl_layout = _names.resolve(name)
                 fns.append((ours, _tl_layout_hook(fn) if tl_layout else fn))

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -48,14 +49,23 @@ SamplingConfig sampling_from(const pyb::dict& d) {
   SamplingConfig sc;
   for (auto item : d) {
     const std::string k = pyb::str(item.first);
-    if (k == "do_sample") sc.do_sample = item.second.cast<bool>();
-    else if (k == "temperature") sc.temperature = item.second.cast<float>();
-    else if (k == "top_k") sc.top_k = item.second.cast<int>();
-    else if (k == "top_p") sc.top_p = item.second.cast<float>();
-    else if (k == "min_p") sc.min_p = item.second.cast<float>();
-    else if (k == "repetition_penalty") sc.repetition_penalty = item.second.cast<float>();
-    else if (k == "seed") sc.seed = item.second.cast<uint64_t>();
-    else if (k == "audit_top") sc.audit_top = item.second.cast<int>();
+    // A value of the wrong type (seed=-1, seed="x", top_k=2**40): ValueError naming the
+    // setting, not pybind11's "Unable to cast Python instance to C++ type".
+    auto get = [&](auto& field, const char* expected) {
+      try {
+        field = item.second.cast<std::remove_reference_t<decltype(field)>>();
+      } catch (const pyb::cast_error&) {
+        throw pyb::value_error(k + "=" + std::string(pyb::repr(item.second)) + ": expected " + expected);
+      }
+    };
+    if (k == "do_sample") get(sc.do_sample, "True or False");
+    else if (k == "temperature") get(sc.temperature, "a number");
+    else if (k == "top_k") get(sc.top_k, "an integer (0: off)");
+    else if (k == "top_p") get(sc.top_p, "a number");
+    else if (k == "min_p") get(sc.min_p, "a number");
+    else if (k == "repetition_penalty") get(sc.repetition_penalty, "a number");
+    else if (k == "seed") get(sc.seed, "an integer from 0 to 2**64 - 1");
+    else if (k == "audit_top") get(sc.audit_top, "an integer");
     else throw pyb::value_error("unknown sampling setting '" + k + "'");
   }
   validate(sc);   // std::invalid_argument (ValueError) on what HF rejects

@@ -388,3 +388,18 @@ def test_a_full_disk_is_an_error_and_a_clean_exit(tmp_path):
     assert "raised:" in r.stdout and "end of script" in r.stdout, r.stdout + r.stderr
     assert r.returncode == 0, "exit status %d after the script ended\n%s%s" % (r.returncode, r.stdout, r.stderr)
     assert not os.path.exists(tmp_path / "t.h5"), "a half-written trace was left"
+
+
+def test_wrong_types_are_value_errors_naming_the_setting(tiny):
+    # pybind11 said "Unable to cast Python instance to C++ type (#define PYBIND11_DETAILED_...)"
+    # and a 12-digit layer "IndexError: stoi".
+    with pytest.raises(ValueError, match=r"seed=-1: expected an integer from 0 to 2\*\*64 - 1"):
+        tiny.generate(TINY_IDS, do_sample=True, seed=-1, max_new_tokens=1)
+    with pytest.raises(ValueError, match=r"top_k='3': expected an integer"):
+        tiny.generate(TINY_IDS, do_sample=True, top_k="3", max_new_tokens=1)
+    with pytest.raises(ValueError, match=r"hook for 'layers.1.resid_pre': expected a function"):
+        tiny.run_with_hooks(TINY_IDS, hooks=[("layers.1.resid_pre", 42)])
+    with pytest.raises(ValueError, match=r"a hook is \(site, fn\)"):
+        tiny.run_with_hooks(TINY_IDS, hooks=[42])
+    with pytest.raises(ValueError, match=r"'layers.99999999999.resid_pre' is not an editable site"):
+        tiny.run_with_hooks(TINY_IDS, hooks=[("layers.99999999999.resid_pre", lambda x, ctx: None)])

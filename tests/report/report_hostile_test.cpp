@@ -133,3 +133,17 @@ TEST(ReportHostile, AttentionProbabilitiesOutsideZeroToOneAreOneLine) {
   EXPECT_FALSE(std::filesystem::exists(out));
   EXPECT_FALSE(std::filesystem::exists(out + ".d"));
 }
+
+TEST(ReportHostile, AnEditedPatternOutsideZeroToOneIsDrawnNotRefused) {
+  // scale(-1) on attn.probs is a legal edit: its probabilities are negative by design, and the
+  // trace records the edit. The page draws them at 0 instead of calling the trace damaged.
+  TempDir dir;
+  const std::string trace = dir.file("edited.h5"), out = dir.file("out.html");
+  const CliRun t = run_cli(kBin + "/lmscope-trace -q --model " + std::string(LMSCOPE_SOURCE_DIR) +
+                           "/golden/models/tiny-qwen2 --prompt-ids 330,749,537,264 --max-new-tokens 2 --hooks '*' "
+                           "--intervene 'layers.1.attn.probs=scale(-1)' --out " + trace);
+  ASSERT_EQ(t.code, 0) << t.err;
+  const CliRun r = run_cli(kBin + "/lmscope-report " + trace + " -o " + out);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(out));
+}

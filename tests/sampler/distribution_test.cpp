@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace lmscope {
@@ -110,9 +112,6 @@ TEST(Distribution, SweepLowersEntropyWithTemperature) {
   EXPECT_THROW(temperature_sweep(raw, {}, c, {0.0f}), std::invalid_argument);
 }
 
-}  // namespace
-}  // namespace lmscope
-
 TEST(Distribution, ATemperatureThatOverflowsTheLogitsIsRefused) {
   // 12.5 / 1e-45 is inf in float32: every kept token would share the top place and the draw
   // would pick one at random (HF's sampler raises on such probabilities).
@@ -131,3 +130,6 @@ TEST(Distribution, ATemperatureThatOverflowsTheLogitsIsRefused) {
   EXPECT_TRUE(std::isfinite(st.scaled[0]));
   EXPECT_EQ(argmax(st.final_scores()), 0);
 }
+
+}  // namespace
+}  // namespace lmscope
