@@ -140,3 +140,18 @@ TEST(InterventionSpec, MalformedSpecsAreOneLine) {
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   }
 }
+
+// Selectors and numbers that were accepted and then edited nothing (or everything, with inf).
+TEST(InterventionSpec, TheGrammarRefusesWhatNoRunCanSelect) {
+  // 1e39 is a finite double and an infinite float32: the forward was all NaN.
+  EXPECT_NE(error_of("layers.1.resid_pre=scale(1e39)").find("past float32's range"), std::string::npos);
+  EXPECT_NE(error_of("embed=add(-4e38, v.json)").find("past float32's range"), std::string::npos);
+  EXPECT_EQ(error_of("layers.1.resid_pre=scale(3e38)"), "(no error)");
+  // Both ends from the end, the second before the first: empty on every prompt.
+  EXPECT_NE(error_of("layers.1.resid_pre[pos=-1:-3]=zero").find("is an empty range"), std::string::npos);
+  EXPECT_EQ(error_of("layers.1.resid_pre[pos=-3:-1]=zero"), "(no error)");
+  EXPECT_EQ(error_of("layers.1.resid_pre[pos=-3:5]=zero"), "(no error)");   // depends on the prompt: checked at the run
+  // -2^63: the bounds check computed -a and overflowed.
+  EXPECT_NE(error_of("layers.1.resid_pre[pos=-9223372036854775808]=zero").find("beyond any axis"), std::string::npos);
+  EXPECT_NE(error_of("layers.1.attn.probs[key=4294967296]=zero").find("beyond any axis"), std::string::npos);
+}

@@ -38,6 +38,18 @@ bool is_half(const Tensor& t) { return t.dtype() == DType::BF16 || t.dtype() == 
 cpu::HalfMatrix half_matrix(const Tensor& W) {
   return {W.dtype(), W.dim(0), W.dim(1), static_cast<const uint16_t*>(W.raw())};
 }
+
+// out[i] = act(gate[i], up[i]): a gated FFN's activation (SwiGLU, GeGLU), element by element,
+// with the per-element math of kernels/activation.cuh.
+template <class Act>
+void gated(Tensor& out, const Tensor& gate, const Tensor& up, Act act) {
+  const int64_t n = out.numel();
+  const float* g = gate.f32();
+  const float* u = up.f32();
+  float* o = out.f32();
+#pragma omp parallel for if (n >= kParallelFrom)
+  for (int64_t i = 0; i < n; ++i) o[i] = act(g[i], u[i]);
+}
 }  // namespace
 
 // One threading runtime: OpenMP splits every matmul by output rows and OpenBLAS runs each
@@ -286,22 +298,12 @@ void CpuBackend::attention(Tensor& z, const Tensor& q, const Tensor& k, const Te
 }
 
 void CpuBackend::swiglu(Tensor& out, const Tensor& gate, const Tensor& up) {
-  const int64_t n = out.numel();
-  const float* g = gate.f32();
-  const float* u = up.f32();
-  float* o = out.f32();
-#pragma omp parallel for if (n >= kParallelFrom)
-  for (int64_t i = 0; i < n; ++i) o[i] = lmscope::swiglu(g[i], u[i]);
+  gated(out, gate, up, [](float g, float u) { return lmscope::swiglu(g, u); });
 }
 
 void CpuBackend::geglu_tanh(Tensor& out, const Tensor& gate, const Tensor& up) {
-  const int64_t n = out.numel();
-  check(gate.numel() == n && up.numel() == n, "geglu_tanh: sizes");
-  const float* g = gate.f32();
-  const float* u = up.f32();
-  float* o = out.f32();
-#pragma omp parallel for if (n >= kParallelFrom)
-  for (int64_t i = 0; i < n; ++i) o[i] = lmscope::geglu_tanh(g[i], u[i]);
+  check(gate.numel() == out.numel() && up.numel() == out.numel(), "geglu_tanh: sizes");
+  gated(out, gate, up, [](float g, float u) { return lmscope::geglu_tanh(g, u); });
 }
 
 void CpuBackend::add(Tensor& out, const Tensor& a, const Tensor& b) {
