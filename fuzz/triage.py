@@ -19,7 +19,9 @@ happened. When that frame is in Debian's libhdf5 (libhdf5_serial.so), the findin
 libhdf5's: a damaged file drives its parser into the fault (docs/trace-format.md, "Traces
 from an untrusted source"). Anywhere else it is lmscope's, and the script fails. A leak report
 is libhdf5's only when every leaked block was allocated by libhdf5 itself. An out-of-memory
-over the RSS limit has no allocating stack and counts as lmscope's. A process that printed
+over the RSS limit is judged by the allocation that holds most (half or more) of the live heap
+in libFuzzer's profile, by its stack (libhdf5's 4 GB conversion buffer for a damaged
+variable-length attribute: H5T__conv_vlen); with no such allocation it counts as lmscope's. A process that printed
 only warnings (an allocation ASan refused and libhdf5 handled) is "none".
 
 The sanitizer's own frames: the runtime and libFuzzer are linked into the fuzz target and
@@ -51,6 +53,7 @@ LIBFUZZER_FRAMES = {   # libFuzzer's own reports go to stderr; in the log, its f
     "fuzzer::Fuzzer::CrashCallback()": "deadly signal",
 }
 RSS_PROFILE = "Live Heap Allocations"   # libFuzzer's memory profile at the RSS limit
+RSS_CONTEXT = re.compile(r"^\d+ byte\(s\) \((\d+)%\) in \d+ allocation\(s\)")   # one context of it
 
 
 class Frame:
@@ -112,8 +115,18 @@ def kind_of(lines, stacks):
         for frame in stack:
             if frame.function in LIBFUZZER_FRAMES:
                 return LIBFUZZER_FRAMES[frame.function], stack
-    if any(RSS_PROFILE in line for line in lines):
-        return "out-of-memory over the RSS limit", None
+    for i, line in enumerate(lines):
+        if RSS_PROFILE in line:
+            # The profile's contexts, largest first: when one holds most of the live heap, its
+            # allocating stack is what went over the limit.
+            for j in range(i + 1, len(lines)):
+                m = RSS_CONTEXT.match(lines[j])
+                if m:
+                    top = stacks_of(lines[j + 1:])
+                    if int(m.group(1)) >= 50 and top:
+                        return "out-of-memory over the RSS limit", top[0]
+                    break
+            return "out-of-memory over the RSS limit", None
     return None, None
 
 
