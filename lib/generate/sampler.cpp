@@ -64,7 +64,15 @@ void apply_repetition_penalty(std::span<float> scores, std::span<const int32_t> 
 }
 
 void apply_temperature(std::span<float> scores, float temperature) {
-  for (float& s : scores) s = s / temperature;
+  for (float& s : scores) {
+    const float scaled = s / temperature;
+    // A temperature so small (1e-45) that a logit divided by it overflows float32: HF's
+    // sampler raises on the inf/nan probabilities; sampling on would pick a token at random.
+    if (std::isfinite(s) && !std::isfinite(scaled))
+      throw std::invalid_argument("temperature " + fmt("%g", temperature) + ": logit " + fmt("%g", s) +
+                                  " divided by it overflows float32; use a larger temperature, or greedy decoding");
+    s = scaled;
+  }
 }
 
 void top_k_filter(std::span<float> scores, int top_k, int min_tokens_to_keep) {
@@ -145,15 +153,7 @@ ScoreStages process_scores(std::span<const float> raw, std::span<const int32_t> 
   s.penalized = s.raw;
   if (cfg.repetition_penalty != 1.0f) apply_repetition_penalty(s.penalized, context, cfg.repetition_penalty);
   s.scaled = s.penalized;
-  if (cfg.do_sample && cfg.temperature != 1.0f) {
-    apply_temperature(s.scaled, cfg.temperature);
-    // A temperature so small (1e-45) that a logit divided by it overflows float32: HF's
-    // sampler raises on the inf/nan probabilities; sampling on would pick a token at random.
-    for (size_t i = 0; i < s.scaled.size(); ++i)
-      if (std::isfinite(s.penalized[i]) && !std::isfinite(s.scaled[i]))
-        throw std::invalid_argument("temperature " + fmt("%g", cfg.temperature) + ": logit " + fmt("%g", s.penalized[i]) + " divided by it overflows float32; " +
-                                    "use a larger temperature, or greedy decoding");
-  }
+  if (cfg.do_sample && cfg.temperature != 1.0f) apply_temperature(s.scaled, cfg.temperature);
   s.top_k = s.scaled;
   if (cfg.do_sample && cfg.top_k != 0) top_k_filter(s.top_k, cfg.top_k);
   s.top_p = s.top_k;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "io/regular_file.h"
 #include "trace/hooks.h"
 #include "trace/trace_layout.h"
 
@@ -139,8 +140,11 @@ TraceReader::TraceReader(const std::string& path) : path_(path) {
     throw std::runtime_error("cannot open trace '" + path + "': No such file or directory");
   if (fs::is_directory(path, ec)) throw std::runtime_error("cannot open trace '" + path + "': it is a directory");
   // A FIFO or a device would block HDF5's open (then time out as "damaged") or never end.
-  if (!fs::is_regular_file(path, ec))
-    throw std::runtime_error("cannot open trace '" + path + "': it is not a regular file (a FIFO, a device or a socket)");
+  try {
+    require_regular_file(path);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error("cannot open trace " + std::string(e.what()));   // "cannot open trace P: is not a regular file (a FIFO)"
+  }
   if (!h5::File::is_hdf5(path)) throw std::runtime_error("'" + path + "' is not an HDF5 file");
   try {
     file_ = h5::File::open_read(path);

@@ -36,8 +36,8 @@ TEST(InputFilesCli, AFifoOrADeviceIsRefusedNotWaitedOn) {
   expect_one_line("lmscope-trace", kRun + "--intervene 'embed=add(1, " + fifo + ")'" + out, "is a FIFO, not a regular file");
   expect_one_line("lmscope-trace", kRun + "--intervene 'embed=add(1, /dev/zero)'" + out, "not a regular file");
   expect_one_line("lmscope-trace", kRun + "--intervene 'layers.1.resid_pre=patch(" + fifo_h5 + ")'" + out,
-                  "'" + fifo_h5 + "': it is not a regular file");
-  expect_one_line("lmscope-step", fifo, "'" + fifo + "': it is not a regular file");
-  expect_one_line("lmscope-diff", fifo + " " + kRoot + "/golden/traces/tiny-qwen2-a.h5", "it is not a regular file");
+                  fifo_h5 + ": is not a regular file (a FIFO)");
+  expect_one_line("lmscope-step", fifo, fifo + ": is not a regular file (a FIFO)");
+  expect_one_line("lmscope-diff", fifo + " " + kRoot + "/golden/traces/tiny-qwen2-a.h5", "is not a regular file (a FIFO)");
   EXPECT_FALSE(std::filesystem::exists(tmp.file("x.h5")));
 }
