@@ -13,6 +13,7 @@ tests=(libgtest-dev libpng-dev                        # the GoogleTest suites; t
        python3-venv                                  # scripts/ray-venv.sh (ray for the collection's tests)
        python3-nbclient python3-nbformat             # tests/python_module/test_notebooks.py executes
        python3-ipykernel python3-matplotlib          #   walkthroughs/notebooks/*.ipynb (their plots: matplotlib)
+       jupyter-notebook                              # the notebooks' front end (scripts/notebooks.sh)
        chromium                                      # renders lmscope-report's page and pictures in tests/report
        clang                                         # scripts/sanitize.sh and scripts/fuzz.sh (ASan, UBSan, libFuzzer)
        ccache)                                       # build/ and build-cuda-emu/ share every object but the CUDA backend
