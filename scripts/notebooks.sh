@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Opens the notebooks (walkthroughs/notebooks/) in Jupyter's notebook, in one command: installs
-# what is missing (scripts/setup.sh: Debian's jupyter-notebook among them), builds the Python
+# what is missing (scripts/setup.sh --notebooks: Debian's jupyter-notebook among them), builds the Python
 # module (build/python), fetches SmolLM2, then serves the folder and prints the address to open.
 #
 #   scripts/notebooks.sh                  opens the browser on this machine (localhost only)
@@ -31,7 +31,7 @@ done
 [ -n "$ip" ] || { [ "$browser" = 1 ] && ip=127.0.0.1 || ip=0.0.0.0; }
 
 if [ "$build" = 1 ]; then
-  scripts/setup.sh
+  scripts/setup.sh --notebooks
   # An existing build/ keeps its configuration; the module is switched on in it (scripts/build.sh
   # --main configures it off).
   if [ -f build/CMakeCache.txt ]; then

@@ -43,14 +43,14 @@ def test_launcher_serves_the_notebooks(tmp_path):
         assert first.startswith("notebooks: open http://127.0.0.1:%d/tree?token=" % port), first
         token = first.strip().rsplit("token=", 1)[1]
         assert len(token) == 48, first
-        deadline = time.time() + 60
+        deadline = time.time() + 90
         while True:                       # the server answers once it has started
             try:
                 status, body = _get("http://127.0.0.1:%d/api/contents?token=%s" % (port, token))
                 break
             except (urllib.error.URLError, ConnectionError):
                 assert p.poll() is None, "the server exited:\n" + first + p.stdout.read()
-                assert time.time() < deadline, "no answer on port %d within 60 s" % port
+                assert time.time() < deadline, "no answer on port %d within 90 s" % port
                 time.sleep(0.5)
         assert status == 200
         names = sorted(c["name"] for c in json.loads(body)["content"])

@@ -77,12 +77,13 @@ def test_readme_snippet_runs_from_the_wheel(venv):
     work = d / "work"                       # an empty folder but for the model the snippet names
     (work / "models").mkdir(parents=True)
     os.symlink(SMOLLM2, work / "models" / os.path.basename(SMOLLM2))
-    where = "import lmscope, lmscope._core; print('module:', lmscope._core.__file__)\n"
+    where = ("import lmscope, lmscope._core, lmscope_trace\n"
+             "print('module:', lmscope._core.__file__, lmscope_trace.__file__)\n")
     r = subprocess.run([py, "-c", where + code], capture_output=True, text=True, cwd=work,
                        env=_clean_env(), timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    module = r.stdout.splitlines()[0].split("module: ", 1)[1]
-    assert module.startswith(site + os.sep), "lmscope._core came from %s, not the venv's %s" % (module, site)
+    for module in r.stdout.splitlines()[0].split("module: ", 1)[1].split():   # the engine, the trace reader
+        assert module.startswith(site + os.sep), "%s is not in the venv's %s" % (module, site)
     for e in expects:
         assert expect_found(r.stdout, e), "README expect line %r not in the wheel's output:\n%s" % (e, r.stdout)
 
