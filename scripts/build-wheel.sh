@@ -40,6 +40,7 @@ fi
 # newest ones into a temporary environment at every run).
 rm -rf "$out/raw" "$out/dist"
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+echo "build-wheel: compiling the module in build-pip/ ($CMAKE_BUILD_PARALLEL_LEVEL jobs; minutes unless ccache has build/'s objects)"
 "$venv/bin/pip" wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w "$out/raw" ./python
 raw=("$out"/raw/lmscope-*.whl)
 
