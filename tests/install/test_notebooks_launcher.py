@@ -1,6 +1,7 @@
 """scripts/notebooks.sh starts Jupyter's notebook server on walkthroughs/notebooks: the server
-answers on its port with the token the launcher printed, lists the notebooks and has a Python
-kernel; then it is stopped and the port is free again. No browser (--no-browser), no build
+answers on its port with the token the launcher printed, lists the notebooks, has a Python
+kernel, and a kernel it starts imports the module the launcher built; then it is stopped and the
+port is free again. No browser (--no-browser), no build
 (--no-build: the suite's build/ has the module). ctest notebooks_launcher."""
 import json
 import os
@@ -25,6 +26,29 @@ def _free_port():
 def _get(url):
     with urllib.request.urlopen(url, timeout=5) as r:
         return r.status, r.read().decode()
+
+
+def _evaluate_in_kernel(connection_file, code, expression):
+    """Runs code in a running kernel (through its connection file), then evaluates expression
+    there; returns its repr. Both travel on the shell channel, whose reply cannot be missed (the
+    output channel drops what is published before the client subscribes)."""
+    from jupyter_client import BlockingKernelClient
+    client = BlockingKernelClient(connection_file=str(connection_file))
+    client.load_connection_file()
+    client.start_channels(hb=False)
+    try:
+        msg_id = client.execute(code, silent=True, user_expressions={"x": expression})
+        while True:
+            reply = client.get_shell_msg(timeout=90)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                break
+        content = reply["content"]
+        assert content["status"] == "ok", content
+        x = content["user_expressions"]["x"]
+        assert x["status"] == "ok", x
+        return x["data"]["text/plain"]
+    finally:
+        client.stop_channels()
 
 
 def test_launcher_serves_the_notebooks(tmp_path):
@@ -58,6 +82,14 @@ def test_launcher_serves_the_notebooks(tmp_path):
         assert on_disk and set(on_disk) <= set(names), (on_disk, names)
         status, body = _get("http://127.0.0.1:%d/api/kernelspecs?token=%s" % (port, token))
         assert "python3" in json.loads(body)["kernelspecs"], body
+        # A kernel the server starts imports the module the launcher built (build/python).
+        req = urllib.request.Request("http://127.0.0.1:%d/api/kernels?token=%s" % (port, token),
+                                     data=b'{"name": "python3"}', method="POST")
+        with urllib.request.urlopen(req, timeout=30) as r:
+            kernel_id = json.loads(r.read())["id"]
+        where = _evaluate_in_kernel(tmp_path / "runtime" / ("kernel-%s.json" % kernel_id),
+                                    "import lmscope", "lmscope.__file__")
+        assert where == repr(os.path.join(ROOT, "build", "python", "lmscope", "__init__.py")), where
         with pytest.raises(urllib.error.HTTPError) as no_token:    # the token is what admits a browser
             _get("http://127.0.0.1:%d/api/contents" % port)
         assert no_token.value.code == 403
