@@ -2,24 +2,29 @@
 # Installs what lmscope needs, only what is missing (idempotent). Debian packages; the
 # compiler and CMake come with the machine, these are the libraries.
 #
-#   scripts/setup.sh          everything: the tools, the tests, the hostile-input checks
-#   scripts/setup.sh --main   only what building the tools needs (scripts/run.sh)
+#   scripts/setup.sh              everything: the tools, the tests, the hostile-input checks
+#   scripts/setup.sh --main       only what building the tools needs (scripts/run.sh)
+#   scripts/setup.sh --notebooks  the tools' libraries, the Python module and Jupyter's notebook
+#                                 (scripts/notebooks.sh)
 set -euo pipefail
 main=(cmake ninja-build g++ pkg-config libhdf5-dev hdf5-tools nlohmann-json3-dev libcli11-dev
       libopenblas-dev libpcre2-dev libutf8proc-dev libssl-dev)
+notebooks=(python3-dev pybind11-dev                   # the Python module lmscope._core (python/src)
+           python3-h5py python3-numpy                 # /usr/bin/python3's, which the module is built for
+           python3-ipykernel python3-matplotlib       # the notebooks' kernel; their plots
+           jupyter-notebook)                          # the front end (Debian's Jupyter notebook 6)
 tests=(libgtest-dev libpng-dev                        # the GoogleTest suites; tests/report reads PNGs
-       python3-h5py python3-numpy python3-pytest     # tests/python (ctest python_reader), /usr/bin/python3
-       python3-dev pybind11-dev                      # the Python module lmscope._core (python/src)
-       python3-venv                                  # scripts/ray-venv.sh (ray for the collection's tests)
-       python3-nbclient python3-nbformat             # tests/python_module/test_notebooks.py executes
-       python3-ipykernel python3-matplotlib          #   walkthroughs/notebooks/*.ipynb (their plots: matplotlib)
-       chromium                                      # renders lmscope-report's page and pictures in tests/report
-       clang                                         # scripts/sanitize.sh and scripts/fuzz.sh (ASan, UBSan, libFuzzer)
-       ccache)                                       # build/ and build-cuda-emu/ share every object but the CUDA backend
+       python3-pytest                                 # tests/python (ctest python_reader), /usr/bin/python3
+       python3-venv                                   # scripts/ray-venv.sh, scripts/build-wheel.sh, tests/install
+       python3-nbclient python3-nbformat              # tests/python_module/test_notebooks.py executes the notebooks
+       chromium                                       # renders lmscope-report's page and pictures in tests/report
+       clang                                          # scripts/sanitize.sh and scripts/fuzz.sh (ASan, UBSan, libFuzzer)
+       ccache)                                        # build/ and build-cuda-emu/ share every object but the CUDA backend
 case "${1:-}" in
-  "") packages=("${main[@]}" "${tests[@]}") ;;
+  "") packages=("${main[@]}" "${notebooks[@]}" "${tests[@]}") ;;
   --main) packages=("${main[@]}") ;;
-  *) echo "setup: unknown option '$1' (--main or none)" >&2; exit 2 ;;
+  --notebooks) packages=("${main[@]}" "${notebooks[@]}") ;;
+  *) echo "setup: unknown option '$1' (--main, --notebooks or none)" >&2; exit 2 ;;
 esac
 missing=()
 for p in "${packages[@]}"; do
