@@ -13,10 +13,10 @@ namespace lmscope {
 
 namespace {
 
-bool is_blank(std::string_view s) { return s.find_first_not_of(" \t\r\n\v\f") == std::string_view::npos; }
+bool corpus_line_blank(std::string_view s) { return s.find_first_not_of(" \t\r\n\v\f") == std::string_view::npos; }
 
 // The byte offset of the first byte that is not UTF-8, or npos.
-size_t first_invalid_utf8(std::string_view s) {
+size_t corpus_first_invalid_utf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
     utf8proc_int32_t cp;
@@ -28,7 +28,7 @@ size_t first_invalid_utf8(std::string_view s) {
   return std::string_view::npos;
 }
 
-std::vector<int32_t> parse_id_line(std::string_view line, int64_t vocab_size) {
+std::vector<int32_t> corpus_id_line(std::string_view line, int64_t vocab_size) {
   std::vector<int32_t> ids;
   size_t i = 0;
   while (i < line.size()) {
@@ -66,9 +66,9 @@ CorpusKind corpus_kind(const std::string& path, const std::string& kind) {
 
 std::optional<CorpusDocument> corpus_document(std::string_view line, CorpusKind kind, const std::string& field,
                                               int64_t vocab_size) {
-  const size_t bad = first_invalid_utf8(line);
+  const size_t bad = corpus_first_invalid_utf8(line);
   if (bad != std::string_view::npos) throw std::invalid_argument("invalid UTF-8 at byte " + std::to_string(bad) + " of the line");
-  if (is_blank(line)) return std::nullopt;
+  if (corpus_line_blank(line)) return std::nullopt;
   CorpusDocument d;
   if (kind == CorpusKind::Text) {
     d.text = std::string(line);
@@ -83,9 +83,9 @@ std::optional<CorpusDocument> corpus_document(std::string_view line, CorpusKind 
     if (!obj[field].is_string())
       throw std::invalid_argument("the field '" + field + "' holds a JSON " + json_kind(obj[field]) + ", not a string");
     d.text = obj[field].get<std::string>();
-    if (is_blank(d.text)) return std::nullopt;
+    if (corpus_line_blank(d.text)) return std::nullopt;
   } else {
-    d.ids = parse_id_line(line, vocab_size);
+    d.ids = corpus_id_line(line, vocab_size);
   }
   return d;
 }
