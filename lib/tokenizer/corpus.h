@@ -1,4 +1,4 @@
-// The documents of a corpus, one per line (docs/collect.md, "Corpora"): the one reader behind
+// The documents of a corpus, one per line (docs/collect.md, "Options": --format): the one reader behind
 // lmscope-collect / lmscope.collect (python/lmscope/corpus.py calls corpus_document through
 // lmscope._core) and lmscope-score --data. Three kinds:
 //   text   a line of UTF-8 text is a document;

@@ -1,4 +1,7 @@
-"""The documents of a corpus, for lmscope.collect (docs/collect.md, "Corpora").
+"""The documents of a corpus, for lmscope.collect (docs/collect.md, "Options": --format). The rules of a
+line are the engine's one corpus reader (lib/tokenizer/corpus.h, lmscope._core.corpus_document),
+which lmscope-score --data reads with too; this file streams the lines, hashes the file and
+counts.
 
 Three kinds, one document per line:
   text   a line of UTF-8 text is a document;
