@@ -2,17 +2,23 @@
 // The corrupted prompt is run with one cell of the clean run patched in at a time: every layer
 // x position of resid_pre / attn_out / ffn_out (and resid_mid / resid_post on request), every
 // layer x head of attn.z. Prints per site the table of normalized metrics (0 = the corrupted
-// run, 1 = the clean run), and writes JSON and an SVG heatmap per site.
+// run, 1 = the clean run), and writes JSON and an SVG heatmap per site. With --pairs FILE.jsonl
+// every pair of the file is swept and each cell shows the mean over the pairs, with its spread
+// (experiments/patching_pairs.h).
 //
 //   lmscope-patch --model models/SmolLM2-135M-Instruct.Q4_1.gguf --clean "The Eiffel Tower is in the city of"
 //       --corrupt "The Colosseum is in the city of" --metric 'logit-diff:" Paris"," Rome"' --svg patch
+//   lmscope-patch --model ... --pairs pairs.jsonl --sites resid_pre --json pairs.json --svg pairs
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cmath>
+#include <functional>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include "experiments/patching.h"
+#include "experiments/patching_pairs.h"
 #include "io/format_number.h"
 #include "io/output_target.h"
 #include "io/text_file.h"
@@ -37,27 +43,89 @@ std::vector<std::string> column_labels(const PatchGrid& g, const std::vector<int
 
 // Fixed-width columns (8 characters: a value like "-0.01" or a piece cut to 7) so that the grid
 // reads in a terminal and a lesson can quote a row.
-std::string table_text(const PatchSweep& s, const PieceFn& piece) {
+std::string grid_text(const std::string& title, const std::vector<std::string>& labels,
+                      const std::vector<std::vector<double>>& values) {
   auto cell = [](const std::string& v) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%8s", v.c_str());
     return std::string(buf);
   };
-  std::string o;
-  for (const PatchGrid& g : s.grids) {
-    o += "\n" + g.site + ": layer x " + g.columns + ", normalized (0 = corrupted, 1 = clean)\n";
-    o += "layer";
-    for (const std::string& l : column_labels(g, s.corrupt, piece)) o += cell(shorten(l, 7));
+  std::string o = "\n" + title + "\nlayer";
+  for (const std::string& l : labels) o += cell(shorten(l, 7));
+  o += '\n';
+  for (size_t l = 0; l < values.size(); ++l) {
+    char lb[32];
+    std::snprintf(lb, sizeof lb, "%5zu", l);
+    o += lb;
+    for (double v : values[l]) o += cell(fmt2(v));
     o += '\n';
-    for (size_t l = 0; l < g.normalized.size(); ++l) {
-      char lb[32];
-      std::snprintf(lb, sizeof lb, "%5zu", l);
-      o += lb;
-      for (double v : g.normalized[l]) o += cell(fmt2(v));
-      o += '\n';
-    }
   }
   return o;
+}
+
+std::string table_text(const PatchSweep& s, const PieceFn& piece) {
+  std::string o;
+  for (const PatchGrid& g : s.grids)
+    o += grid_text(g.site + ": layer x " + g.columns + ", normalized (0 = corrupted, 1 = clean)",
+                   column_labels(g, s.corrupt, piece), g.normalized);
+  return o;
+}
+
+// Over pairs a position is a column of every pair, whose tokens differ: labelled by its index.
+std::vector<std::string> pairs_column_labels(const PatchPairsGrid& g) {
+  std::vector<std::string> out;
+  for (size_t c = 0; c < g.mean[0].size(); ++c) out.push_back((g.columns == "head" ? "h" : "") + std::to_string(c));
+  return out;
+}
+
+std::string pairs_table_text(const PatchPairsSweep& s) {
+  std::string o;
+  const std::string n = std::to_string(s.pairs.size());
+  for (const PatchPairsGrid& g : s.grids) {
+    o += grid_text(g.site + ": layer x " + g.columns + ", normalized, mean over " + n + " pairs", pairs_column_labels(g), g.mean);
+    o += grid_text(g.site + ": standard deviation over the pairs", pairs_column_labels(g), g.sd);
+  }
+  return o;
+}
+
+nlohmann::ordered_json matrix_json(const std::vector<std::vector<double>>& m) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& row : m) {
+    nlohmann::ordered_json r = nlohmann::ordered_json::array();
+    for (double v : row) r.push_back(json_num(v));
+    out.push_back(r);
+  }
+  return out;
+}
+
+nlohmann::ordered_json pairs_json(const PatchPairsSweep& s, const std::vector<PatchPair>& pairs, const std::string& file) {
+  nlohmann::ordered_json j;
+  j["pairs_file"] = file;
+  j["num_pairs"] = s.pairs.size();
+  j["pairs"] = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < s.pairs.size(); ++i) {
+    nlohmann::ordered_json p;
+    p["line"] = pairs[i].line;
+    p["metric"] = pairs[i].metric.text;
+    p["clean_ids"] = s.pairs[i].clean;
+    p["corrupt_ids"] = s.pairs[i].corrupt;
+    p["clean_metric"] = s.pairs[i].clean_metric;
+    p["corrupt_metric"] = s.pairs[i].corrupt_metric;
+    j["pairs"].push_back(p);
+  }
+  j["cells"] = s.cells;
+  j["forwards"] = s.forwards;
+  j["seconds"] = s.seconds;
+  for (const PatchPairsGrid& g : s.grids) {
+    nlohmann::ordered_json gj;
+    gj["columns"] = g.columns;
+    gj["mean"] = matrix_json(g.mean);
+    gj["sd"] = matrix_json(g.sd);
+    gj["min"] = matrix_json(g.min);
+    gj["max"] = matrix_json(g.max);
+    j["sites"][g.site] = gj;
+  }
+  return j;
 }
 
 nlohmann::ordered_json sweep_json(const PatchSweep& s, const std::string& metric, const PieceFn& piece) {
@@ -76,43 +144,64 @@ nlohmann::ordered_json sweep_json(const PatchSweep& s, const std::string& metric
   for (const PatchGrid& g : s.grids) {
     nlohmann::ordered_json gj;
     gj["columns"] = g.columns;
-    gj["normalized"] = nlohmann::ordered_json::array();
-    for (const auto& row : g.normalized) {
-      nlohmann::ordered_json r = nlohmann::ordered_json::array();
-      for (double v : row) r.push_back(json_num(v));
-      gj["normalized"].push_back(r);
-    }
+    gj["normalized"] = matrix_json(g.normalized);
     gj["metric"] = g.metric;
     j["sites"][g.site] = gj;
   }
   return j;
 }
 
-std::string sweep_svg(const PatchSweep& s, const PatchGrid& g, const std::string& metric, const PieceFn& piece) {
+// A layer x column heatmap of a site. Signed: a cell that pushes the metric the wrong way
+// (below 0) is red, as visible as one that restores it.
+GridPicture site_picture(const std::string& columns, std::vector<std::string> col_labels,
+                         const std::vector<std::vector<double>>& values) {
   GridPicture p;
-  p.title = "Activation patching: " + g.site + " (" + metric + ")";
-  p.x_label = g.columns == "head" ? "head (attn.z, every position)" : "position (corrupted prompt's token)";
+  p.x_label = columns == "head" ? "head (attn.z, every position)" : "position (corrupted prompt's token)";
   p.y_label = "layer";
-  p.col_labels = column_labels(g, s.corrupt, piece);
-  for (size_t l = 0; l < g.normalized.size(); ++l) p.row_labels.push_back(std::to_string(l));
-  for (const auto& row : g.normalized) {
+  p.col_labels = std::move(col_labels);
+  for (size_t l = 0; l < values.size(); ++l) p.row_labels.push_back(std::to_string(l));
+  for (const auto& row : values) {
     std::vector<double> r;
     for (double v : row) r.push_back(std::isnan(v) ? 0.0 : std::clamp(v, -1.0, 1.0));
     p.values.push_back(r);
   }
-  // Signed: a cell that pushes the metric the wrong way (below 0) is red, as visible as one
-  // that restores it.
   p.is_signed = true;
   p.legend = "patched metric, normalized (red: moved away from clean)";
   p.legend_stops = {{-1.0, "-1"}, {0.0, "0 = corrupted"}, {1.0, "1 = clean"}};
+  return p;
+}
+
+std::string sweep_svg(const PatchSweep& s, const PatchGrid& g, const std::string& metric, const PieceFn& piece) {
+  GridPicture p = site_picture(g.columns, column_labels(g, s.corrupt, piece), g.normalized);
+  p.title = "Activation patching: " + g.site + " (" + metric + ")";
   p.caption = "clean " + fmt2(s.clean_metric) + ", corrupted " + fmt2(s.corrupt_metric) + "; values outside -1..1 drawn at the ends";
   return grid_svg(p);
 }
 
-// --svg PREFIX: one picture per site, PREFIX.<site with dots as underscores>.svg.
-std::string svg_path(const std::string& prefix, std::string site) {
+// Over pairs: the mean as one picture, its standard deviation as a second (0 .. 1, white to
+// blue: a cell where the pairs disagree is dark).
+std::string pairs_mean_svg(const PatchPairsSweep& s, const PatchPairsGrid& g) {
+  GridPicture p = site_picture(g.columns, pairs_column_labels(g), g.mean);
+  p.title = "Activation patching: " + g.site + ", mean over " + std::to_string(s.pairs.size()) + " pairs";
+  p.caption = "normalized per pair, then averaged; values outside -1..1 drawn at the ends; the spread is in the .sd picture";
+  return grid_svg(p);
+}
+
+std::string pairs_sd_svg(const PatchPairsSweep& s, const PatchPairsGrid& g) {
+  GridPicture p = site_picture(g.columns, pairs_column_labels(g), g.sd);
+  p.title = "Activation patching: " + g.site + ", standard deviation over " + std::to_string(s.pairs.size()) + " pairs";
+  p.is_signed = false;
+  p.legend = "standard deviation of the normalized metric";
+  p.legend_stops = {{0.0, "0 = every pair agrees"}, {1.0, "1 or more"}};
+  p.caption = "population standard deviation (divided by the number of pairs); values above 1 drawn at 1";
+  return grid_svg(p);
+}
+
+// --svg PREFIX: one picture per site, PREFIX.<site with dots as underscores>.svg (with --pairs
+// also PREFIX.<site>.sd.svg, the spread).
+std::string svg_path(const std::string& prefix, std::string site, const std::string& kind = "") {
   std::replace(site.begin(), site.end(), '.', '_');
-  return prefix + "." + site + ".svg";
+  return prefix + "." + site + (kind.empty() ? "" : "." + kind) + ".svg";
 }
 
 std::string sites_known() {
@@ -121,42 +210,103 @@ std::string sites_known() {
   return all;
 }
 
+// A progress line on stderr for --pairs: rewritten in place on a terminal, else one line per
+// finished pair (a log keeps no carriage returns).
+struct PairsProgress {
+  size_t pairs = 0;
+  bool tty = ::isatty(2) != 0;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+
+  void operator()(size_t pair, int64_t forward, int64_t forwards) {
+    const bool pair_done = forward == forwards;
+    if (!tty && !pair_done) return;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double done = double(pair) + double(forward) / double(forwards);   // pairs, fractional
+    const double left = elapsed / done * (double(pairs) - done);
+    std::fprintf(stderr, "%spatch: pair %zu/%zu, forward %lld/%lld, %.1f s, ETA %.0f s%s", tty ? "\r" : "", pair + 1, pairs,
+                 (long long)forward, (long long)forwards, elapsed, left, tty ? "   " : "\n");
+    if (tty && pair_done && pair + 1 == pairs) std::fprintf(stderr, "\n");
+  }
+};
+
+// --pairs FILE: every pair swept, then the mean and spread per cell.
+int run_pairs(cli::ToolModel& tm, const cli::ModelArgs& margs, const std::string& file, const std::string& metric,
+              PatchSweepOptions opt, const std::string& json_out, const std::string& svg, bool quiet) {
+  const tok::Tokenizer* tk = tm.tokenizer ? &*tm.tokenizer : nullptr;
+  EncodeFn encode;
+  if (tk)   // as --clean/--corrupt are encoded (tools/model_args.h): BOS, or the chat template
+    encode = [&](const std::string& text) {
+      if (!margs.chat) return tk->encode(text, true);
+      return tk->encode(tok::format_chat(*tk, {tok::ChatMessage{"user", text}}, true, tok::parse_chat_format(margs.chat_format)), false);
+    };
+  const std::vector<PatchPair> pairs = read_patch_pairs(file, encode, tk, metric, tm.loaded.cfg.vocab_size);
+  PairsProgress progress;
+  progress.pairs = pairs.size();
+  PairsProgressFn on_forward;
+  if (!quiet) on_forward = std::ref(progress);
+  const PatchPairsSweep s = run_patch_pairs(tm.ctx, pairs, file, opt, on_forward);
+  std::printf("%zu pairs from %s, %zu tokens each\n", pairs.size(), file.c_str(), pairs[0].clean.size());
+  std::printf("%s", pairs_table_text(s).c_str());
+  std::printf("\n%lld cells in %lld forwards (%d rows each) in %.2f s\n", (long long)s.cells, (long long)s.forwards,
+              opt.rows_per_forward, s.seconds);
+  if (!json_out.empty()) write_file_atomic(json_out, pairs_json(s, pairs, file).dump(1) + "\n");
+  if (!svg.empty())
+    for (const PatchPairsGrid& g : s.grids) {
+      for (const std::string& kind : {std::string(), std::string("sd")}) {
+        const std::string path = svg_path(svg, g.site, kind);
+        write_file_atomic(path, kind.empty() ? pairs_mean_svg(s, g) : pairs_sd_svg(s, g));
+        std::printf("wrote %s\n", path.c_str());
+      }
+    }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"lmscope-patch: activation patching, clean into corrupted, cell by cell"};
   cli::ModelArgs margs;   // --model, --chat, --backend ... (--prompt / --prompt-ids: clean first, then corrupted)
   margs.add_to(app);
-  std::string clean, corrupt, clean_ids, corrupt_ids, metric, sites = "resid_pre,attn_out,ffn_out,attn.z", json_out, svg;
+  std::string clean, corrupt, clean_ids, corrupt_ids, metric, sites = "resid_pre,attn_out,ffn_out,attn.z", json_out, svg,
+      pairs_file;
   int rows = 32;
+  bool quiet = false;
   app.add_option("--clean", clean, "the clean prompt (text)");
   app.add_option("--corrupt", corrupt, "the corrupted prompt (text), as many tokens as the clean one");
   app.add_option("--clean-ids", clean_ids, "the clean prompt as ids");
   app.add_option("--corrupt-ids", corrupt_ids, "the corrupted prompt as ids");
-  app.add_option("--metric", metric, "logit-diff:\" Paris\",\" Rome\" or prob:\" Paris\" (ids: #123)")->required();
+  app.add_option("--pairs", pairs_file,
+                 "a JSONL file of pairs, one a line: {\"clean\"|\"clean_ids\", \"corrupt\"|\"corrupt_ids\", \"metric\"}; "
+                 "each cell averaged over the pairs, with its spread");
+  app.add_option("--metric", metric,
+                 "logit-diff:\" Paris\",\" Rome\" or prob:\" Paris\" (ids: #123); with --pairs, for the pairs without their own");
   app.add_option("--sites", sites, "resid_pre, attn_out, ffn_out, resid_mid, resid_post, attn.z")->capture_default_str();
   app.add_option("--rows-per-forward", rows, "patched copies of the corrupted prompt per forward")->capture_default_str();
   app.add_option("--json", json_out, "write the sweep as JSON to this file");
-  app.add_option("--svg", svg, "write one heatmap per site: PREFIX.<site>.svg");
+  app.add_option("--svg", svg, "write one heatmap per site: PREFIX.<site>.svg (--pairs: also PREFIX.<site>.sd.svg)");
+  app.add_flag("-q,--quiet", quiet, "no progress line (--pairs)");
   if (auto code = cli::parse(app, argc, argv, "lmscope-patch")) return *code;
-  if (clean.empty() == clean_ids.empty() || corrupt.empty() == corrupt_ids.empty())
-    return cli::usage_error("lmscope-patch", "give the clean prompt (--clean or --clean-ids) and the corrupted one (--corrupt or --corrupt-ids)");
   if (!margs.prompts.empty() || !margs.prompt_ids.empty())
     return cli::usage_error("lmscope-patch", "give the prompts as --clean/--corrupt, not --prompt");
-  if (!clean_ids.empty()) margs.prompt_ids.push_back(clean_ids);
-  else margs.prompts.push_back(clean);
-  if (!corrupt_ids.empty()) margs.prompt_ids.push_back(corrupt_ids);
-  else margs.prompts.push_back(corrupt);
+  if (!pairs_file.empty()) {
+    if (!clean.empty() || !clean_ids.empty() || !corrupt.empty() || !corrupt_ids.empty())
+      return cli::usage_error("lmscope-patch", "--pairs gives the prompts: no --clean/--corrupt beside it");
+  } else {
+    if (clean.empty() == clean_ids.empty() || corrupt.empty() == corrupt_ids.empty())
+      return cli::usage_error("lmscope-patch", "give the clean prompt (--clean or --clean-ids) and the corrupted one (--corrupt or --corrupt-ids), or --pairs FILE");
+    if (metric.empty()) return cli::usage_error("lmscope-patch", "--metric is required");
+    if (!clean_ids.empty()) margs.prompt_ids.push_back(clean_ids);
+    else margs.prompts.push_back(clean);
+    if (!corrupt_ids.empty()) margs.prompt_ids.push_back(corrupt_ids);
+    else margs.prompts.push_back(corrupt);
+  }
 
   return cli::run_tool("lmscope-patch", [&] {
-    auto tm = cli::load_tool_model(margs, argc, argv);
-    // prompts are ids first, then texts: put clean before corrupted again
-    const bool clean_first = !clean_ids.empty() || corrupt_ids.empty();
-    PatchSweepOptions opt;
-    opt.clean = tm->prompts[clean_first ? 0 : 1];
-    opt.corrupt = tm->prompts[clean_first ? 1 : 0];
+    cli::ModelArgs load_args = margs;
+    if (!pairs_file.empty()) load_args.chat = false;   // --chat wraps the pairs' texts (run_pairs), not --prompt
+    auto tm = cli::load_tool_model(load_args, argc, argv, pairs_file.empty());
     const tok::Tokenizer* tk = tm->tokenizer ? &*tm->tokenizer : nullptr;
-    opt.metric = parse_patch_metric(metric, tk);
+    PatchSweepOptions opt;
     opt.sites = split_list(sites);
     if (opt.sites.empty()) throw std::runtime_error("--sites: no site given (" + sites_known() + ")");
     opt.rows_per_forward = rows;
@@ -164,20 +314,29 @@ int main(int argc, char** argv) {
     // once, not after minutes) and written by the one atomic writer.
     if (!json_out.empty()) require_output_target(json_out);
     if (!svg.empty())
-      for (const std::string& site : opt.sites) require_output_target(svg_path(svg, site));
+      for (const std::string& site : opt.sites) {
+        require_output_target(svg_path(svg, site));
+        if (!pairs_file.empty()) require_output_target(svg_path(svg, site, "sd"));
+      }
     char tmpl[] = "/tmp/lmscope-patch-XXXXXX";
     if (!::mkdtemp(tmpl)) throw std::runtime_error("cannot create a temporary directory in /tmp");
     opt.clean_trace = std::string(tmpl) + "/clean.h5";
-    PatchSweep s;
-    try {
-      s = run_patch_sweep(tm->ctx, opt);
-    } catch (...) {
-      std::remove(opt.clean_trace.c_str());
-      ::rmdir(tmpl);
-      throw;
-    }
-    std::remove(opt.clean_trace.c_str());
-    ::rmdir(tmpl);
+    // The temporary folder goes whatever happens (a pair refused mid-run included).
+    struct RemoveTemp {
+      std::string trace, dir;
+      ~RemoveTemp() {
+        std::remove(trace.c_str());
+        ::rmdir(dir.c_str());
+      }
+    } remove_temp{opt.clean_trace, tmpl};
+    if (!pairs_file.empty()) return run_pairs(*tm, margs, pairs_file, metric, opt, json_out, svg, quiet);
+
+    // prompts are ids first, then texts: put clean before corrupted again
+    const bool clean_first = !clean_ids.empty() || corrupt_ids.empty();
+    opt.clean = tm->prompts[clean_first ? 0 : 1];
+    opt.corrupt = tm->prompts[clean_first ? 1 : 0];
+    opt.metric = parse_patch_metric(metric, tk);
+    const PatchSweep s = run_patch_sweep(tm->ctx, opt);
     const PieceFn piece = cli::piece_fn(tk);
     std::printf("metric %s: clean %.4f, corrupted %.4f\n", metric.c_str(), s.clean_metric, s.corrupt_metric);
     std::printf("%s", table_text(s, piece).c_str());

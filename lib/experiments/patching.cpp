@@ -145,6 +145,7 @@ PatchSweep run_patch_sweep(const ModelContext& m, const PatchSweepOptions& opt) 
   }
 
   const auto t0 = std::chrono::steady_clock::now();
+  const int64_t total_forwards = (int64_t(cells.size()) + opt.rows_per_forward - 1) / opt.rows_per_forward;
   for (size_t first = 0; first < cells.size(); first += size_t(opt.rows_per_forward)) {
     const size_t n = std::min(cells.size() - first, size_t(opt.rows_per_forward));
     std::vector<InterventionSpec> specs;
@@ -160,6 +161,7 @@ PatchSweep run_patch_sweep(const ModelContext& m, const PatchSweepOptions& opt) 
     Interventions iv(std::move(specs), cfg);
     const auto logits = last_logits(dec, std::vector<std::vector<int32_t>>(n, opt.corrupt), &iv);
     ++out.forwards;
+    if (opt.on_forward) opt.on_forward(out.forwards, total_forwards);
     for (size_t r = 0; r < n; ++r) {
       const Cell& c = cells[first + r];
       const double v = opt.metric.eval(logits[r].data(), V);

@@ -7,6 +7,7 @@
 // corrupted prompt, one cell per row (the row= selector of an intervention).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,8 @@ struct PatchSweepOptions {
   std::vector<std::string> sites = {"resid_pre", "attn_out", "ffn_out", "attn.z"};
   int rows_per_forward = 32;
   std::string clean_trace;   // where the clean run's activations are written (a temporary)
+  // Called after each patched forward with (forwards done, forwards in all): a progress line.
+  std::function<void(int64_t done, int64_t total)> on_forward;
 };
 
 // Throws one line for prompts of different lengths ("clean prompt has 9 tokens, corrupted 10")

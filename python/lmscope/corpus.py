@@ -1,4 +1,7 @@
-"""The documents of a corpus, for lmscope.collect (docs/collect.md, "Corpora").
+"""The documents of a corpus, for lmscope.collect (docs/collect.md, "Options": --format). The rules of a
+line are the engine's one corpus reader (lib/tokenizer/corpus.h, lmscope._core.corpus_document),
+which lmscope-score --data reads with too; this file streams the lines, hashes the file and
+counts.
 
 Three kinds, one document per line:
   text   a line of UTF-8 text is a document;
@@ -11,11 +14,11 @@ are no documents: they are skipped and counted. Anything else that cannot be rea
 with one line naming the file, the line and what is wrong (CorpusError, a ValueError).
 """
 import hashlib
-import json
 import os
-import re
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Union
+
+from ._core import corpus_document as _corpus_document
 
 KINDS = ("text", "jsonl", "ids")
 
@@ -89,31 +92,9 @@ def _lines(path: str, digest=None):
 
 
 def _parse(path, index, raw: bytes, kind, field, vocab_size):
-    """The line's document, or None for a blank line."""
-    where = "%s:%d" % (path, index + 1)
+    """The line's document, or None for a blank line: the rules are the engine's one corpus
+    reader (lib/tokenizer/corpus.h), which lmscope-score --data reads with too."""
     try:
-        line = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise CorpusError("%s: invalid UTF-8 at byte %d of the line" % (where, e.start)) from None
-    if not line.strip():
-        return None
-    if kind == "text":
-        return line
-    if kind == "jsonl":
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise CorpusError("%s: not JSON (%s)" % (where, e.msg)) from None
-        if not isinstance(obj, dict) or field not in obj:
-            raise CorpusError("%s: no field %r in this JSON line" % (where, field))
-        if not isinstance(obj[field], str):
-            raise CorpusError("%s: the field %r is a %s, not a string" % (where, field, type(obj[field]).__name__))
-        return obj[field] if obj[field].strip() else None
-    ids = []
-    for word in re.split(r"[\s,]+", line.strip()):
-        if not re.fullmatch(r"\d+", word):
-            raise CorpusError("%s: %r is not a token id" % (where, word))
-        if vocab_size is not None and int(word) >= vocab_size:
-            raise CorpusError("%s: token id %s is outside the vocabulary (%d)" % (where, word, vocab_size))
-        ids.append(int(word))
-    return ids
+        return _corpus_document(raw, kind, field, -1 if vocab_size is None else vocab_size)
+    except ValueError as e:
+        raise CorpusError("%s:%d: %s" % (path, index + 1, e)) from None

@@ -24,6 +24,7 @@
 #include "python/src/memory_sources.h"
 #include "python/src/python_hooks.h"
 #include "tokenizer/chat.h"
+#include "tokenizer/corpus.h"
 #include "tokenizer/encode_trace.h"
 #include "trace/hooks.h"
 #include "tools/model_args.h"
@@ -312,6 +313,16 @@ PYBIND11_MODULE(_core, mod) {
       PyErr_SetString(PyExc_OSError, problem.c_str());
       throw pyb::error_already_set();
     }
+  });
+  // One corpus line as a document (tokenizer/corpus.h, the one reader of lmscope.collect and
+  // lmscope-score --data): None for a blank line, the text, or the token ids; ValueError
+  // (std::invalid_argument) saying what is wrong. vocab_size < 0: ids unchecked.
+  mod.def("corpus_document", [](const pyb::bytes& line, const std::string& kind, const std::string& field,
+                                int64_t vocab_size) -> pyb::object {
+    const std::optional<CorpusDocument> d = corpus_document(std::string_view(line), corpus_kind("", kind), field, vocab_size);
+    if (!d) return pyb::none();
+    if (kind == "ids") return pyb::cast(d->ids);
+    return pyb::str(d->text);
   });
   // A hook's axis names as docs/hooks.md gives them ("layers.3.attn.q" -> "B,H,T,hd"), "" for
   // a name that is no hook.

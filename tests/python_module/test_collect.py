@@ -229,7 +229,7 @@ def test_blank_lines_are_skipped_counted_and_keep_line_numbers(tiny, tmp_path):
     (b"\n  \n\n", "text", "no documents (3 lines, all blank)"),
     (b"good line\nbad \xff byte\n", "text", ":2: invalid UTF-8 at byte 4 of the line"),
     (b'{"text": "a"}\n{"body": "b"}\n', "jsonl", ":2: no field 'text' in this JSON line"),
-    (b'{"text": "a"}\n{"text": 3}\n', "jsonl", ":2: the field 'text' is a int, not a string"),
+    (b'{"text": "a"}\n{"text": 3}\n', "jsonl", ":2: the field 'text' holds a JSON integer, not a string"),
     (b'{"text": "a"}\nnot json\n', "jsonl", ":2: not JSON"),
     (b"1 2 3\n4 x 5\n", "ids", ":2: 'x' is not a token id"),
     (b"1 2 3\n4 5000 5\n", "ids", ":2: token id 5000 is outside the vocabulary (1024)"),
