@@ -1,0 +1,102 @@
+#include "grad/grad_run.h"
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+
+#include "grad/decoder_backward.h"
+#include "model/decoder.h"
+#include "model/kv_cache.h"
+#include "trace/hook_set.h"
+
+namespace lmscope {
+
+namespace {
+
+// A trace sink that passes each tensor to both the backward's store and the caller's.
+class KeepBoth : public TraceSink {
+ public:
+  KeepBoth(SavedActivations& saved, const HookSet& asked) : saved_(saved), asked_(asked) {}
+  void offer(Hook h, int layer, const Tensor& t) override {
+    saved_.offer(h, layer, t);
+    if (asked_.enabled(h, layer)) asked.emplace_back(hook_name(h, layer), copy(t));
+  }
+  std::vector<std::pair<std::string, Tensor>> asked;
+
+ private:
+  static Tensor copy(const Tensor& t) {
+    Tensor c = Tensor::zeros(t.shape(), t.dtype());
+    std::copy_n(static_cast<const char*>(t.raw()), t.nbytes(), static_cast<char*>(c.raw()));
+    return c;
+  }
+  SavedActivations& saved_;
+  const HookSet& asked_;
+};
+
+HookSet hook_set(const std::string& globs, int layers) {
+  try {
+    return globs.empty() ? HookSet() : HookSet(globs, "", layers);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
+  }
+}
+
+}  // namespace
+
+GradResult run_with_grads(const ModelConfig& cfg, const Weights& weights, Backend& backend, const GradRequest& req) {
+  const int L = cfg.num_layers;
+  for (const auto& p : req.prompts)
+    for (int32_t id : p)
+      if (id < 0 || id >= cfg.vocab_size)
+        throw std::invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary (" +
+                                    std::to_string(cfg.vocab_size) + ")");
+  const HookSet asked = hook_set(req.hooks, L);
+  const HookSet kept = hook_set(backward_hook_globs(cfg) + (req.hooks.empty() ? "" : "," + req.hooks), L);
+
+  // ---- the forward, keeping what the backward reads ----
+  const Batch batch = Batch::from_prompts(req.prompts, req.padding_side, req.pad_id);   // [B,T]
+  const StepInput in{batch.ids_tensor(), batch.position_ids(), batch.mask_tensor()};
+  Decoder decoder(cfg, weights, backend);
+  SavedActivations saved;
+  KeepBoth sink(saved, asked);
+  Trace trace(kept, nullptr);
+  trace.set_sink(&sink);
+  StepInfo info;
+  info.step = 0;
+  info.phase = "prefill";
+  info.use_cache = req.use_cache;
+  info.past_length = 0;
+  info.T = info.S = batch.cols();
+  trace.begin_step(info);
+  std::optional<KVCache> cache;
+  if (req.use_cache) cache.emplace(backend, cfg, batch.rows(), batch.cols());
+  GradResult r;
+  r.logits = decoder.forward(in, cache ? &*cache : nullptr, &trace, LogitsFor::AllPositions);   // [B,T,V]
+  r.input_ids = in.input_ids;
+  r.attention_mask = in.attention_mask;
+  r.activations = std::move(sink.asked);
+
+  // ---- the metric and its gradient of the logits ----
+  std::vector<int64_t> lengths;
+  for (const auto& p : req.prompts) lengths.push_back(int64_t(p.size()));
+  const MetricGrad mg = metric_and_grad(req.metric, r.logits, in.input_ids, lengths,
+                                        req.padding_side == PaddingSide::Left);
+  r.metric = mg.value;
+
+  // ---- the backward ----
+  DecoderBackward backward(cfg, weights, backend);
+  GradientSink grads;
+  grads.wants = [&](Hook h, int layer) { return asked.enabled(h, layer); };
+  grads.offer = [&](Hook h, int layer, const Tensor& g) {
+    Tensor c = Tensor::zeros(g.shape());
+    std::copy_n(g.f32(), g.numel(), c.f32());
+    r.grads.emplace_back(hook_name(h, layer), std::move(c));
+  };
+  backward.run(saved, mg.dlogits, grads);
+  // In forward order, as the activations are.
+  std::sort(r.grads.begin(), r.grads.end(),
+            [](const auto& a, const auto& b) { return hook_sort_key(a.first) < hook_sort_key(b.first); });
+  return r;
+}
+
+}  // namespace lmscope
