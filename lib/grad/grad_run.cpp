@@ -8,6 +8,7 @@
 #include "model/decoder.h"
 #include "model/kv_cache.h"
 #include "trace/hook_set.h"
+#include "trace/trace_writer.h"
 
 namespace lmscope {
 
@@ -33,15 +34,32 @@ class KeepBoth : public TraceSink {
   const HookSet& asked_;
 };
 
-HookSet hook_set(const std::string& globs, int layers) {
+HookSet hook_set(const std::string& globs, const std::string& layer_ranges, int layers) {
   try {
-    return globs.empty() ? HookSet() : HookSet(globs, "", layers);
+    return globs.empty() ? HookSet() : HookSet(globs, layer_ranges, layers);
   } catch (const std::runtime_error& e) {
     throw std::invalid_argument(e.what());
   }
 }
 
+// The hooks of a or b.
+HookSet either(const HookSet& a, const HookSet& b, int layers) {
+  std::string globs;
+  for (const auto& names : {a.enabled_names(), b.enabled_names()})
+    for (const std::string& n : names) globs += (globs.empty() ? "" : ",") + n;
+  return HookSet(globs, "", layers);
+}
+
 }  // namespace
+
+void write_grads(TraceWriter& w, const GradResult& r, const MetricSpec& metric) {
+  for (const auto& [name, g] : r.grads) {
+    const auto parsed = parse_hook_name(name);
+    w.write("grad." + name, hook_info(parsed->id).axes, g.shape(), g.f32());
+  }
+  w.set_root_attr("grad_metric", metric.text);
+  w.set_root_attr("grad_metric_value", r.metric);
+}
 
 GradResult run_with_grads(const ModelConfig& cfg, const Weights& weights, Backend& backend, const GradRequest& req) {
   const int L = cfg.num_layers;
@@ -50,8 +68,8 @@ GradResult run_with_grads(const ModelConfig& cfg, const Weights& weights, Backen
       if (id < 0 || id >= cfg.vocab_size)
         throw std::invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary (" +
                                     std::to_string(cfg.vocab_size) + ")");
-  const HookSet asked = hook_set(req.hooks, L);
-  const HookSet kept = hook_set(backward_hook_globs(cfg) + (req.hooks.empty() ? "" : "," + req.hooks), L);
+  const HookSet asked = hook_set(req.hooks, req.layers, L);
+  const HookSet kept = hook_set(backward_hook_globs(cfg), "", L);
 
   // ---- the forward, keeping what the backward reads ----
   const Batch batch = Batch::from_prompts(req.prompts, req.padding_side, req.pad_id);   // [B,T]
@@ -59,7 +77,7 @@ GradResult run_with_grads(const ModelConfig& cfg, const Weights& weights, Backen
   Decoder decoder(cfg, weights, backend);
   SavedActivations saved;
   KeepBoth sink(saved, asked);
-  Trace trace(kept, nullptr);
+  Trace trace(either(kept, asked, L), nullptr);
   trace.set_sink(&sink);
   StepInfo info;
   info.step = 0;

@@ -21,6 +21,7 @@ struct GradRequest {
   bool use_cache = true;    // the prefill writes a KV cache (as generate's first step) or not
   MetricSpec metric;        // tokens resolved (resolve_metric_tokens)
   std::string hooks;        // --hooks globs of the activations and gradients to return ("" none)
+  std::string layers;       // --layers ranges for those ("" all)
 };
 
 struct GradResult {
@@ -30,6 +31,12 @@ struct GradResult {
   std::vector<std::pair<std::string, Tensor>> activations;     // the asked hooks, forward order
   std::vector<std::pair<std::string, Tensor>> grads;           // d metric / d each, hook names
 };
+
+// The gradients of a run as grad.<hook> datasets of the trace's current step, with the hook's
+// axes, and the metric as the root attributes grad_metric and grad_metric_value
+// (docs/trace-format.md, "Gradients").
+class TraceWriter;
+void write_grads(TraceWriter& w, const GradResult& r, const MetricSpec& metric);
 
 // Throws std::invalid_argument in one line for bad input (a token outside the vocabulary, a
 // position outside a prompt, a NaN metric, an unknown hook glob), and std::runtime_error
