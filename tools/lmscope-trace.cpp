@@ -213,6 +213,9 @@ int main(int argc, char** argv) {
       req.layers = layers;
       grads = run_with_grads(cfg, tm->loaded.weights, *backend, req);
       std::printf("grad metric: %s = %s\n", grad_metric.text.c_str(), fmt("%.4f", grads->metric).c_str());
+      if (!quiet)
+        std::fprintf(stderr, "gradients: forward %.3f s, backward %.3f s\n", grads->forward_seconds,
+                     grads->backward_seconds);
     }
     auto write_more = [&](TraceWriter& w) {
       if (grads) write_grads(w, *grads, grad_metric);

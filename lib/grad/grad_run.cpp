@@ -1,6 +1,7 @@
 #include "grad/grad_run.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <stdexcept>
 
@@ -89,7 +90,10 @@ GradResult run_with_grads(const ModelConfig& cfg, const Weights& weights, Backen
   std::optional<KVCache> cache;
   if (req.use_cache) cache.emplace(backend, cfg, batch.rows(), batch.cols());
   GradResult r;
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
   r.logits = decoder.forward(in, cache ? &*cache : nullptr, &trace, LogitsFor::AllPositions);   // [B,T,V]
+  r.forward_seconds = std::chrono::duration<double>(clock::now() - t0).count();
   r.input_ids = in.input_ids;
   r.attention_mask = in.attention_mask;
   r.activations = std::move(sink.asked);
@@ -110,7 +114,9 @@ GradResult run_with_grads(const ModelConfig& cfg, const Weights& weights, Backen
     std::copy_n(g.f32(), g.numel(), c.f32());
     r.grads.emplace_back(hook_name(h, layer), std::move(c));
   };
+  const auto t1 = clock::now();
   backward.run(saved, mg.dlogits, grads);
+  r.backward_seconds = std::chrono::duration<double>(clock::now() - t1).count();
   // In forward order, as the activations are.
   std::sort(r.grads.begin(), r.grads.end(),
             [](const auto& a, const auto& b) { return hook_sort_key(a.first) < hook_sort_key(b.first); });

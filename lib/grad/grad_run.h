@@ -28,6 +28,7 @@ struct GradResult {
   Tensor input_ids, attention_mask;                            // [B,T], [B,T]
   Tensor logits;                                               // [B,T,V]
   double metric = 0;
+  double forward_seconds = 0, backward_seconds = 0;              // wall clock
   std::vector<std::pair<std::string, Tensor>> activations;     // the asked hooks, forward order
   std::vector<std::pair<std::string, Tensor>> grads;           // d metric / d each, hook names
 };
