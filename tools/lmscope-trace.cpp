@@ -165,8 +165,6 @@ int main(int argc, char** argv) {
 
     const std::unique_ptr<Interventions> interventions = iargs.build(cfg);
     opt.editor = interventions.get();
-    if (interventions && app.count("--grad"))
-      throw std::invalid_argument("--grad with interventions: the backward does not differentiate an edit yet");
 
     // --step sees every hook (lib/stepper/stepper.h); otherwise only a file is traced.
     HookSet hook_set = (out.empty() && !step_mode) ? HookSet() : HookSet(hooks, layers, cfg.num_layers);
@@ -211,6 +209,7 @@ int main(int argc, char** argv) {
       req.metric = grad_metric;
       req.hooks = hooks;
       req.layers = layers;
+      req.editor = interventions.get();   // the gradient of the edited model
       grads = run_with_grads(cfg, tm->loaded.weights, *backend, req);
       std::printf("grad metric: %s = %s\n", grad_metric.text.c_str(), fmt("%.4f", grads->metric).c_str());
       if (!quiet)

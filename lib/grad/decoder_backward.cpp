@@ -7,6 +7,7 @@
 // dim, F FFN width, V vocab. dX is d metric / d X and has X's shape.
 #include "grad/decoder_backward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -55,7 +56,8 @@ DecoderBackward::DecoderBackward(const ModelConfig& cfg, const Weights& w, Backe
   w_.storage = w.storage;
 }
 
-void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_host, const GradientSink& sink) {
+void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_host, const GradientSink& sink,
+                          HookEditor* editor, const EditContext& ctx) {
   Backend& be = be_;
   const int64_t B = dlogits_host.dim(0), T = dlogits_host.dim(1);
   const int64_t D = cfg_.hidden_size, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads;
@@ -73,6 +75,25 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
     return s;
   };
   const Tensor cos = act(Hook::RopeCos, -1), sin = act(Hook::RopeSin, -1);   // [B,T,hd]
+  // The gradient at an edited site (of the tensor after the edit, what the next op read) to
+  // the gradient of the tensor before it: times a = edit(1) - edit(0), element by element.
+  auto through_edit = [&](Hook h, int layer, Tensor& g) {
+    if (!editor || !editor->edits(h, layer)) return;
+    Tensor ones = be.alloc(g.shape()), zeros = be.alloc(g.shape());
+    Tensor ones_host = be.to_host(ones);
+    std::fill_n(ones_host.f32(), ones_host.numel(), 1.0f);
+    ones = be.upload(ones_host);
+    Tensor zeros_host = be.to_host(zeros);
+    std::fill_n(zeros_host.f32(), zeros_host.numel(), 0.0f);
+    zeros = be.upload(zeros_host);
+    editor->apply(be, h, layer, ones, ctx);
+    editor->apply(be, h, layer, zeros, ctx);
+    const Tensor a1 = be.to_host(ones), a0 = be.to_host(zeros);
+    Tensor out = be.to_host(g);
+    Tensor scaled = Tensor::zeros(g.shape());
+    for (int64_t i = 0; i < g.numel(); ++i) scaled.f32()[i] = out.f32()[i] * (a1.f32()[i] - a0.f32()[i]);
+    g = be.upload(scaled);
+  };
 
   // ---- LM head and final norm: logits = final_norm(x) @ lm_head^T ----------------------------
   const Tensor dlogits = be.upload(dlogits_host);            // dlogits: [B,T,V]
@@ -86,12 +107,16 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
   for (int l = cfg_.num_layers - 1; l >= 0; --l) {
     const LayerWeights& lw = w_.layers[l];
     offer(Hook::ResidPost, l, dx);
+    through_edit(Hook::ResidPost, l, dx);
 
     // ---- MLP: resid_post = resid_mid + down_proj(silu(gate_proj(hn)) * up_proj(hn)) ----
     offer(Hook::FfnOut, l, dx);                              // d ffn_out = d resid_post
+    Tensor dffn_out = dx;                                    // dffn_out: [B,T,D]
+    through_edit(Hook::FfnOut, l, dffn_out);
     Tensor dact = be.alloc({B, T, F});                       // dact: [B,T,F]
-    be.linear_backward(dact, dx, lw.w_down);
+    be.linear_backward(dact, dffn_out, lw.w_down);
     offer(Hook::FfnAct, l, dact);
+    through_edit(Hook::FfnAct, l, dact);
     Tensor dgate = be.alloc({B, T, F});                      // dgate: [B,T,F]
     Tensor dup = be.alloc({B, T, F});                        // dup:   [B,T,F]
     be.swiglu_backward(dgate, dup, dact, act(Hook::FfnGate, l), act(Hook::FfnUp, l));
@@ -105,14 +130,21 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
     offer(Hook::FfnNorm, l, dhn);
     Tensor dmid_norm = be.alloc({B, T, D});                  // dmid_norm: [B,T,D] via the norm
     be.rmsnorm_backward(dmid_norm, dhn, act(Hook::ResidMid, l), lw.ffn_norm, eps);
-    const Tensor dmid = sum(dx, dmid_norm);                  // dmid: [B,T,D] d resid_mid
+    Tensor dmid = sum(dx, dmid_norm);                        // dmid: [B,T,D] d resid_mid
     offer(Hook::ResidMid, l, dmid);
+    through_edit(Hook::ResidMid, l, dmid);
 
     // ---- attention: resid_mid = x + o_proj(attn(rope(q), rope(k), v)) ----
     offer(Hook::AttnOut, l, dmid);                           // d attn_out = d resid_mid
+    Tensor dattn_out = dmid;                                 // dattn_out: [B,T,D]
+    through_edit(Hook::AttnOut, l, dattn_out);
     Tensor dz = be.alloc({B, T, H, hd});                     // dz: [B,T,H,hd]
-    be.linear_backward(dz, dmid, lw.wo);
+    be.linear_backward(dz, dattn_out, lw.wo);
     offer(Hook::AttnZ, l, dz);
+    through_edit(Hook::AttnZ, l, dz);
+    if (editor && editor->edits(Hook::AttnProbs, l))   // softmax' would need the probs before the edit
+      throw std::invalid_argument("gradients through an edit of " + hook_name(Hook::AttnProbs, l) +
+                                  ": not yet (edit attn.z instead)");
     Tensor dq_rope = be.alloc({B, H, T, hd});                // dq_rope: [B,H,T,hd]
     Tensor dk_rope = be.alloc({B, Hkv, T, hd});              // dk_rope: [B,Hkv,T,hd]
     Tensor dv = be.alloc({B, Hkv, T, hd});                   // dv:      [B,Hkv,T,hd]
@@ -125,6 +157,9 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
     offer(Hook::AttnQRope, l, dq_rope);
     offer(Hook::AttnKRope, l, dk_rope);
     offer(Hook::AttnV, l, dv);
+    through_edit(Hook::AttnQRope, l, dq_rope);
+    through_edit(Hook::AttnKRope, l, dk_rope);
+    through_edit(Hook::AttnV, l, dv);
     Tensor dq = be.alloc({B, H, T, hd});                     // dq: [B,H,T,hd] before RoPE
     Tensor dk = be.alloc({B, Hkv, T, hd});                   // dk: [B,Hkv,T,hd]
     be.rope_backward(dq, dq_rope, cos, sin);
@@ -141,6 +176,8 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
     }
     offer(Hook::AttnQ, l, dq);
     offer(Hook::AttnK, l, dk);
+    through_edit(Hook::AttnQ, l, dq);
+    through_edit(Hook::AttnK, l, dk);
     Tensor dq_flat = be.alloc({B, T, H * hd});               // dq_flat: [B,T,H*hd]
     Tensor dk_flat = be.alloc({B, T, Hkv * hd});             // dk_flat: [B,T,Hkv*hd]
     Tensor dv_flat = be.alloc({B, T, Hkv * hd});             // dv_flat: [B,T,Hkv*hd]
@@ -159,6 +196,7 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
     be.rmsnorm_backward(dx_norm, dxn, act(Hook::ResidPre, l), lw.attn_norm, eps);
     dx = sum(dmid, dx_norm);                                 // dx: [B,T,D] d resid_pre
     offer(Hook::ResidPre, l, dx);
+    through_edit(Hook::ResidPre, l, dx);
   }
   // ---- embedding: resid_pre of layer 0 is the embedding's output ----
   offer(Hook::Embed, -1, dx);

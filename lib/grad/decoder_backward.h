@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "model/config.h"
 #include "model/weights.h"
+#include "trace/hook_editor.h"
 #include "trace/trace.h"
 
 namespace lmscope {
@@ -48,7 +49,13 @@ class DecoderBackward {
 
   // The backward of one prefill (no past positions) from dlogits [B,T,V] (host): every
   // gradient the sink wants. The hooks of the metric's own input, the logits, included.
-  void run(const SavedActivations& saved, const Tensor& dlogits, const GradientSink& sink);
+  // `editor` (may be null): the interventions the forward applied (trace/hook_editor.h), with
+  // the forward's `ctx`. Each of them is elementwise affine (zero, mean, patch, add, scale), so
+  // the gradient through an edited site is the one at the edited tensor times
+  // a = edit(1) - edit(0): 0 where a value was replaced, the factor where it was scaled, 1
+  // elsewhere. An edit of attn.probs is refused (its softmax' needs the unedited probs).
+  void run(const SavedActivations& saved, const Tensor& dlogits, const GradientSink& sink,
+           HookEditor* editor = nullptr, const EditContext& ctx = {});
 
  private:
   ModelConfig cfg_;

@@ -80,6 +80,12 @@ GradResult run_with_grads(const ModelConfig& cfg, const Weights& weights, Backen
   KeepBoth sink(saved, asked);
   Trace trace(either(kept, asked, L), nullptr);
   trace.set_sink(&sink);
+  std::vector<int64_t> lengths;
+  for (const auto& p : req.prompts) lengths.push_back(int64_t(p.size()));
+  if (req.editor) {
+    req.editor->begin_run(lengths, 1);
+    trace.set_editor(req.editor);
+  }
   StepInfo info;
   info.step = 0;
   info.phase = "prefill";
@@ -99,8 +105,6 @@ GradResult run_with_grads(const ModelConfig& cfg, const Weights& weights, Backen
   r.activations = std::move(sink.asked);
 
   // ---- the metric and its gradient of the logits ----
-  std::vector<int64_t> lengths;
-  for (const auto& p : req.prompts) lengths.push_back(int64_t(p.size()));
   const MetricGrad mg = metric_and_grad(req.metric, r.logits, in.input_ids, lengths,
                                         req.padding_side == PaddingSide::Left);
   r.metric = mg.value;
@@ -115,7 +119,7 @@ GradResult run_with_grads(const ModelConfig& cfg, const Weights& weights, Backen
     r.grads.emplace_back(hook_name(h, layer), std::move(c));
   };
   const auto t1 = clock::now();
-  backward.run(saved, mg.dlogits, grads);
+  backward.run(saved, mg.dlogits, grads, req.editor, EditContext{0, &in.position_ids, &in.attention_mask});
   r.backward_seconds = std::chrono::duration<double>(clock::now() - t1).count();
   // In forward order, as the activations are.
   std::sort(r.grads.begin(), r.grads.end(),

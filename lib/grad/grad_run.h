@@ -11,6 +11,7 @@
 #include "grad/metric.h"
 #include "model/config.h"
 #include "model/weights.h"
+#include "trace/hook_editor.h"
 
 namespace lmscope {
 
@@ -22,6 +23,7 @@ struct GradRequest {
   MetricSpec metric;        // tokens resolved (resolve_metric_tokens)
   std::string hooks;        // --hooks globs of the activations and gradients to return ("" none)
   std::string layers;       // --layers ranges for those ("" all)
+  HookEditor* editor = nullptr;   // interventions applied in the forward, and differentiated (not owned)
 };
 
 struct GradResult {

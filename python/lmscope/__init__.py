@@ -167,7 +167,7 @@ class Model:
         return r["steps"][0]["logits"]
 
     def run_with_grads(self, prompt, metric: str, names=None, chat: bool = False, padding_side: str = "left",
-                       use_cache: bool = True) -> "tuple[np.ndarray, ActivationCache, ActivationCache]":
+                       use_cache: bool = True, hooks=()) -> "tuple[np.ndarray, ActivationCache, ActivationCache]":
         """One prefill of the prompt (or a batch) and the gradient of a scalar `metric` of its
         logits at the hooks `names` (as run_with_cache takes them: lmscope names, globs or
         TransformerLens names; default every hook): (logits [B, T, V], cache, grads). grads is
@@ -176,14 +176,20 @@ class Model:
           "logit_diff:pos=-1: Paris, Rome"   logits[-1, " Paris"] - logits[-1, " Rome"]
           'logprob:pos=-1:" Paris"'          log_softmax(logits[-1])[" Paris"]
           "loss:3:"                           mean next-token loss over positions 3..T-2
-        A batch's metric is the sum of its rows'. CPU backend only; ValueError for a token
-        outside the vocabulary, a position outside a prompt or a NaN metric."""
+        A batch's metric is the sum of its rows'. `hooks`: interventions (lmscope.Zero, Scale,
+        Mean, Patch, Add or spec strings) applied in the forward that is differentiated; not
+        Python functions. CPU backend only; ValueError for a token outside the vocabulary, a
+        position outside a prompt or a NaN metric."""
         keep = _hook_globs(names)
         prompts = _prompts(prompt)
         if chat:
             prompts = [self.apply_chat_template([{"role": "user", "content": p}]) if isinstance(p, str) else p
                        for p in prompts]
-        r = self._engine.run_grads(prompts, not chat, metric, keep, padding_side, use_cache)
+        specs, fns = self._edits(hooks)
+        if fns:
+            raise ValueError("run_with_grads: a Python function hook cannot be differentiated; "
+                             "use lmscope.Zero / Scale / Mean / Patch / Add")
+        r = self._engine.run_grads(prompts, not chat, metric, keep, padding_side, use_cache, specs)
         run_info = dict(config_json=self.info["config_json"], prompt_lengths=[len(p) for p in r["prompts"]],
                         padding_side=padding_side, metric=metric, metric_value=r["metric"])
         return r["logits"], ActivationCache(r["activations"], run_info), ActivationCache(r["grads"], run_info)

@@ -243,9 +243,14 @@ class Engine {
   // std::invalid_argument, which pybind11 raises as ValueError.
   pyb::dict run_grads(const std::vector<std::variant<std::vector<int32_t>, std::string>>& prompts, bool add_special,
                       const std::string& metric, const std::string& names, const std::string& padding_side,
-                      bool use_cache) {
+                      bool use_cache, const pyb::list& specs) {
     const ModelConfig& cfg = m_->loaded.cfg;
     GradRequest req;
+    std::vector<InterventionSpec> parsed;
+    for (const pyb::handle s : specs) parsed.push_back(py::spec_from_python(s, cfg));   // invalid_argument: ValueError
+    std::unique_ptr<Interventions> interventions;
+    if (!parsed.empty()) interventions = std::make_unique<Interventions>(std::move(parsed), cfg);
+    req.editor = interventions.get();
     for (const auto& p : prompts) {
       if (const std::string* text = std::get_if<std::string>(&p))
         req.prompts.push_back(tokenizer().encode(*text, add_special));

@@ -82,6 +82,22 @@ TEST(GradCli, LmscopeDiffComparesTheGradients) {
   EXPECT_NE(other.out.substr(act, other.out.find('\n', act + 1) - act).find("PASS"), std::string::npos);
 }
 
+// The gradient of the intervened model: nothing flows upstream of a zero-ablated site.
+TEST(GradCli, AZeroAblationStopsTheGradientThroughItsSite) {
+  TempDir tmp;
+  trace_grad(tmp.file("z.h5"), kMetric, "--intervene 'layers.1.attn_out=zero'");
+  const h5::File f = h5::File::open_read(tmp.file("z.h5"));
+  auto max_abs = [&](const std::string& path) {
+    double m = 0;
+    for (double v : f.root().read_dataset(path).values) m = std::max(m, std::fabs(v));
+    return m;
+  };
+  EXPECT_GT(max_abs("step_0000/grad/layers/1/attn_out"), 0.0);
+  EXPECT_EQ(max_abs("step_0000/grad/layers/1/attn/z"), 0.0);
+  EXPECT_EQ(max_abs("step_0000/grad/layers/1/attn/q_rope"), 0.0);
+  EXPECT_GT(max_abs("step_0000/grad/layers/1/ffn/act"), 0.0);
+}
+
 TEST(GradCli, BadInputIsOneLine) {
   TempDir tmp;
   const std::string base = "-q --model " + kTiny + " --prompt-ids " + kIds + " --out " + tmp.file("x.h5") + " ";
@@ -97,7 +113,7 @@ TEST(GradCli, BadInputIsOneLine) {
                     {"token id 4096 is outside the vocabulary (1024)"});
   expect_error_line(tool("lmscope-trace", base + "--grad 'loss:3:40'"), "lmscope-trace",
                     {"the range [3, 40) is outside the prompt"});
-  expect_error_line(tool("lmscope-trace", base + "--grad 'logprob:pos=-1:5' --intervene 'layers.0.attn_out=zero'"),
-                    "lmscope-trace", {"--grad with interventions"});
+  expect_error_line(tool("lmscope-trace", base + "--grad 'logprob:pos=-1:5' --intervene 'layers.0.attn.probs=zero'"),
+                    "lmscope-trace", {"gradients through an edit of layers.0.attn.probs: not yet"});
   EXPECT_FALSE(std::filesystem::exists(tmp.file("x.h5")));   // no half-written trace
 }

@@ -95,3 +95,35 @@ def test_smollm2_matches_torch_autograd_with_text_tokens(smollm2):
     # The same metric with its tokens as text.
     _, _, by_text = smollm2.run_with_grads(case["prompts"], "logit_diff:pos=-1: Paris, Rome", names=["embed"])
     np.testing.assert_array_equal(by_text["embed"], grads["embed"])
+
+
+def test_gradients_of_the_intervened_model(tiny):
+    """Interventions apply in the forward that is differentiated: a zero-ablation gives the path
+    through its site no gradient, and a scaled site's gradient is that of the scaled model (the
+    same finite edit as above, made with the intervention in place)."""
+    _, _, ablated = tiny.run_with_grads(TINY_IDS, "logit_diff:pos=-1:16,17", names=["layers.1.*"],
+                                        hooks=[lmscope.Zero("layers.1.attn_out")])
+    assert np.abs(ablated["layers.1.attn_out"]).max() > 0          # the gradient at the edited tensor
+    for upstream in ("layers.1.attn.z", "layers.1.attn.v", "layers.1.attn.probs"):
+        assert not ablated[upstream].any(), upstream                # nothing flows through a zero
+    np.testing.assert_array_equal(ablated["layers.1.resid_pre"], ablated["layers.1.resid_mid"])
+
+    site, scale = "layers.1.resid_pre", lmscope.Scale("layers.1.ffn_out", 0.25)
+    _, cache, grads = tiny.run_with_grads(TINY_IDS, "logit_diff:pos=-1:16,17", names=[site], hooks=[scale])
+    d = np.random.default_rng(1).standard_normal(cache[site].shape).astype(np.float32)
+    eps = 1e-3 * float(np.abs(cache[site]).max())
+
+    def metric_with(sign):
+        def add(a, ctx):
+            a += sign * eps * d
+        logits = tiny.run_with_hooks(TINY_IDS, hooks=[scale, (site, add)])
+        return float(logits[0, -1, 16]) - float(logits[0, -1, 17])
+    measured = (metric_with(+1) - metric_with(-1)) / (2 * eps)
+    assert measured == pytest.approx(float(np.sum(grads[site].astype(np.float64) * d)), rel=2e-2)
+    _, _, plain = tiny.run_with_grads(TINY_IDS, "logit_diff:pos=-1:16,17", names=[site])
+    assert not np.allclose(plain[site], grads[site], rtol=1e-3)     # the scale changed the gradient
+
+    with pytest.raises(ValueError, match="cannot be differentiated"):
+        tiny.run_with_grads(TINY_IDS, "logprob:pos=-1:5", hooks=[("layers.1.attn.z", lambda a, ctx: None)])
+    with pytest.raises(ValueError, match="edit of layers.0.attn.probs: not yet"):
+        tiny.run_with_grads(TINY_IDS, "logprob:pos=-1:5", hooks=[lmscope.Zero("layers.0.attn.probs")])
