@@ -36,6 +36,9 @@ PROMPT_A = "The golden fish spoke to the old man."          # make_golden.py's
 PROMPTS_B = ["Hello world!", "I love pizza 🍕!", "def add(a, b):\n    return a + b"]
 SMOLLM2_PROMPT = "The Eiffel Tower is in the city of"
 SMOLLM2_LAYERS = (0, 14, 29)
+# Attribution patching (tiny-qwen2): two prompts of one length that differ in a word
+PATCH_CLEAN = "The golden fish spoke to the old man."
+PATCH_CORRUPTED = "The golden fish spoke to the old cat."
 
 # name, model dir, prompts, metric ("TOP2" is replaced by the model's two likeliest next tokens
 # at the last position of the first row, so that the difference is one a user would ask for)
@@ -249,6 +252,36 @@ def make_case(torch, h5py, np, model, name, prompts, spec, layers=None, model_re
             "layers": sorted(layers) if layers is not None else None}
 
 
+def attribution_case(torch, model, tok, model_rel):
+    """Attribution patching in torch: (a_clean - a_corrupted) . d metric / d a_corrupted per cell
+    (layer, position) of resid_pre, attn_out and ffn_out, metric taken on the corrupted run."""
+    clean = tok(PATCH_CLEAN, add_special_tokens=False)["input_ids"]
+    corrupted = tok(PATCH_CORRUPTED, add_special_tokens=False)["input_ids"]
+    assert len(clean) == len(corrupted)
+    acts = {}
+    for name, ids in (("clean", clean), ("corrupted", corrupted)):
+        with Retain(torch, model) as r:
+            out = model(input_ids=torch.tensor([ids]), use_cache=False)
+            if name == "corrupted":
+                top = torch.argsort(out.logits[0, -1], descending=True, stable=True)[:2].tolist()
+                spec = "logit_diff:pos=-1:%d,%d" % (top[0], top[1])
+                metric_of(torch, spec, out.logits, [ids], [len(ids)]).backward()
+                grads = r.grads()
+            acts[name] = {n: layout(t).detach().float().numpy() for n, (t, layout) in r.kept.items()}
+    L = len(model.model.layers)
+    est = {site: [[float(v) for v in ((acts["clean"]["layers.%d.%s" % (l, site)] -
+                                        acts["corrupted"]["layers.%d.%s" % (l, site)]) *
+                                       grads["layers.%d.%s" % (l, site)])[0].astype("float64").sum(-1)]
+                   for l in range(L)] for site in ("resid_pre", "attn_out", "ffn_out")}
+    path = os.path.join(OUT, "attribution-patching-tiny-qwen2.json")
+    with open(path, "w") as f:
+        json.dump({"model": model_rel, "clean": clean, "corrupted": corrupted, "metric": spec,
+                   "made_by": "golden/make_grad_refs.py: HF (float64, eager) + torch autograd",
+                   "estimate": est}, f, indent=1)
+        f.write("\n")
+    print("wrote %s: %s" % (os.path.relpath(path, ROOT), spec))
+
+
 def main():
     import h5py
     import numpy as np
@@ -270,6 +303,8 @@ def main():
         model.requires_grad_(False)
         prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
         manifest.append(make_case(torch, h5py, np, model, name, prompts, spec, model_rel=rel))
+        if name == "tiny-qwen2-logit-diff":
+            attribution_case(torch, model, tok, rel)
     if os.path.isfile(args.model):
         d, f = os.path.split(os.path.abspath(args.model))
         tok = AutoTokenizer.from_pretrained(d, gguf_file=f)

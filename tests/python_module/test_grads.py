@@ -127,3 +127,29 @@ def test_gradients_of_the_intervened_model(tiny):
         tiny.run_with_grads(TINY_IDS, "logprob:pos=-1:5", hooks=[("layers.1.attn.z", lambda a, ctx: None)])
     with pytest.raises(ValueError, match="edit of layers.0.attn.probs: not yet"):
         tiny.run_with_grads(TINY_IDS, "logprob:pos=-1:5", hooks=[lmscope.Zero("layers.0.attn.probs")])
+
+
+def test_attribution_patching_matches_a_torch_sweep():
+    """lmscope.attribution_patching against the same estimate written in torch
+    (golden/grad/attribution-patching-tiny-qwen2.json: HF float64, autograd), every cell of
+    resid_pre / attn_out / ffn_out. Each cell is a D-long dot of an activation difference with a
+    gradient, each held to HF within their own bounds; the sum is held at 1e-3 of the largest
+    |cell| (measured: see docs/gradients.md)."""
+    with open(os.path.join(ROOT, "golden", "grad", "attribution-patching-tiny-qwen2.json"), encoding="utf-8") as f:
+        ref = json.load(f)
+    m = lmscope.Model(os.path.join(ROOT, ref["model"]))
+    est = lmscope.attribution_patching(m, ref["clean"], ref["corrupted"], ref["metric"])
+    worst = 0.0
+    for site, want in ref["estimate"].items():
+        want = np.array(want)                                  # [L, T]
+        got = est[site][0]
+        assert got.shape == want.shape, site
+        rel = float(np.max(np.abs(got - want))) / float(np.max(np.abs(want)))
+        worst = max(worst, rel)
+        assert rel <= 1e-3, "%s: %.3g of max |cell|" % (site, rel)
+    print("attribution patching: worst %.3g of max |cell|" % worst)
+    # The positions before the first differing token have no activation difference: exactly 0.
+    first = next(i for i, (a, b) in enumerate(zip(ref["clean"], ref["corrupted"])) if a != b)
+    assert not est["resid_pre"][0, :, :first].any()
+    with pytest.raises(ValueError, match="differ in length"):
+        lmscope.attribution_patching(m, ref["clean"], ref["corrupted"][:-1], "logprob:pos=-1:5")
