@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/forwarding_backend.h"
 #include "grad/grad_run.h"
 #include "grad/metric.h"
 #include "model/load_model.h"
@@ -130,4 +131,22 @@ TEST(GradRun, RefusesBadInputInOneLine) {
   GradRequest bad_hooks = request("logprob:pos=0:5");
   bad_hooks.hooks = "layers.0.nope";
   EXPECT_NE(msg_of(bad_hooks).find("layers.0.nope"), std::string::npos);
+}
+
+// A backend without backward ops (every one but the CPU's so far) refuses in one line, after a
+// forward that runs as always.
+TEST(GradRun, OtherBackendsRefuseInOneLine) {
+  struct OtherBackend : ForwardingBackend {
+    using ForwardingBackend::ForwardingBackend;
+    std::string name() const override { return "other"; }
+  };
+  LoadedModel m = load_model(kTinyQwen2);
+  auto cpu = make_backend("cpu");
+  OtherBackend other(*cpu);
+  try {
+    run_with_grads(m.cfg, m.weights, other, request("logprob:pos=-1:5"));
+    FAIL() << "no refusal";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "gradients: CPU backend only (the other backend has no backward ops yet)");
+  }
 }
