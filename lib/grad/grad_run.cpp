@@ -18,9 +18,10 @@ namespace {
 // A trace sink that passes each tensor to both the backward's store and the caller's.
 class KeepBoth : public TraceSink {
  public:
-  KeepBoth(SavedActivations& saved, const HookSet& asked) : saved_(saved), asked_(asked) {}
+  KeepBoth(SavedActivations& saved, const HookSet& kept, const HookSet& asked)
+      : saved_(saved), kept_(kept), asked_(asked) {}
   void offer(Hook h, int layer, const Tensor& t) override {
-    saved_.offer(h, layer, t);
+    if (kept_.enabled(h, layer)) saved_.offer(h, layer, t);
     if (asked_.enabled(h, layer)) asked.emplace_back(hook_name(h, layer), copy(t));
   }
   std::vector<std::pair<std::string, Tensor>> asked;
@@ -32,7 +33,8 @@ class KeepBoth : public TraceSink {
     return c;
   }
   SavedActivations& saved_;
-  const HookSet& asked_;
+  const HookSet& kept_;    // what the backward reads
+  const HookSet& asked_;   // what the caller asked for
 };
 
 HookSet hook_set(const std::string& globs, const std::string& layer_ranges, int layers) {
@@ -77,7 +79,7 @@ GradResult run_with_grads(const ModelConfig& cfg, const Weights& weights, Backen
   const StepInput in{batch.ids_tensor(), batch.position_ids(), batch.mask_tensor()};
   Decoder decoder(cfg, weights, backend);
   SavedActivations saved;
-  KeepBoth sink(saved, asked);
+  KeepBoth sink(saved, kept, asked);
   Trace trace(either(kept, asked, L), nullptr);
   trace.set_sink(&sink);
   std::vector<int64_t> lengths;
