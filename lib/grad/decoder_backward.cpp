@@ -68,7 +68,7 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
     if (sink.wants(h, layer)) sink.offer(h, layer, be.to_host(g));
   };
   auto act = [&](Hook h, int layer) { return be.upload(saved.get(h, layer)); };
-  // dy's gradient through linear(W) and another through linear(W2), summed: d of their shared input.
+  // A tensor read in two places: the sum of the two gradients.
   auto sum = [&](const Tensor& a, const Tensor& b) {
     Tensor s = be.alloc(a.shape());
     be.add(s, a, b);
@@ -79,13 +79,12 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
   // the gradient of the tensor before it: times a = edit(1) - edit(0), element by element.
   auto through_edit = [&](Hook h, int layer, Tensor& g) {
     if (!editor || !editor->edits(h, layer)) return;
-    Tensor ones = be.alloc(g.shape()), zeros = be.alloc(g.shape());
-    Tensor ones_host = be.to_host(ones);
-    std::fill_n(ones_host.f32(), ones_host.numel(), 1.0f);
-    ones = be.upload(ones_host);
-    Tensor zeros_host = be.to_host(zeros);
-    std::fill_n(zeros_host.f32(), zeros_host.numel(), 0.0f);
-    zeros = be.upload(zeros_host);
+    auto filled = [&](float v) {
+      Tensor t = Tensor::zeros(g.shape());
+      std::fill_n(t.f32(), t.numel(), v);
+      return be.upload(t);
+    };
+    Tensor ones = filled(1.0f), zeros = filled(0.0f);
     editor->apply(be, h, layer, ones, ctx);
     editor->apply(be, h, layer, zeros, ctx);
     const Tensor a1 = be.to_host(ones), a0 = be.to_host(zeros);
