@@ -254,7 +254,8 @@ def make_case(torch, h5py, np, model, name, prompts, spec, layers=None, model_re
 
 def attribution_case(torch, model, tok, model_rel):
     """Attribution patching in torch: (a_clean - a_corrupted) . d metric / d a_corrupted per cell
-    (layer, position) of resid_pre, attn_out and ffn_out, metric taken on the corrupted run."""
+    (layer, position) of resid_pre, attn_out and ffn_out, and per (layer, position, head) of
+    attn.z; the metric taken on the corrupted run."""
     clean = tok(PATCH_CLEAN, add_special_tokens=False)["input_ids"]
     corrupted = tok(PATCH_CORRUPTED, add_special_tokens=False)["input_ids"]
     assert len(clean) == len(corrupted)
@@ -273,6 +274,9 @@ def attribution_case(torch, model, tok, model_rel):
                                         acts["corrupted"]["layers.%d.%s" % (l, site)]) *
                                        grads["layers.%d.%s" % (l, site)])[0].astype("float64").sum(-1)]
                    for l in range(L)] for site in ("resid_pre", "attn_out", "ffn_out")}
+    # attn.z per head: summed over hd only, [L, T, H]
+    est["attn.z"] = [((acts["clean"]["layers.%d.attn.z" % l] - acts["corrupted"]["layers.%d.attn.z" % l]) *
+                      grads["layers.%d.attn.z" % l])[0].astype("float64").sum(-1).tolist() for l in range(L)]
     path = os.path.join(OUT, "attribution-patching-tiny-qwen2.json")
     with open(path, "w") as f:
         json.dump({"model": model_rel, "clean": clean, "corrupted": corrupted, "metric": spec,

@@ -11,12 +11,14 @@ from typing import Dict, Sequence
 
 import numpy as np
 
-SITES = ("resid_pre", "attn_out", "ffn_out")
+SITES = ("resid_pre", "attn_out", "ffn_out", "attn.z")
 
 
-def attribution_patching(model, clean, corrupted, metric: str, sites: Sequence[str] = SITES) -> Dict[str, np.ndarray]:
-    """{site: estimate [B, L, T]} for each site of resid_pre / attn_out / ffn_out. clean and
-    corrupted are prompts (text or ids, or batches of them) of the same token count per row."""
+def attribution_patching(model, clean, corrupted, metric: str,
+                         sites: Sequence[str] = ("resid_pre", "attn_out", "ffn_out")) -> Dict[str, np.ndarray]:
+    """{site: estimate} for each site: [B, L, T] for resid_pre / attn_out / ffn_out, [B, L, T, H]
+    for "attn.z" (each head's cell: the sum over its hd values). clean and corrupted are prompts
+    (text or ids, or batches of them) of the same token count per row."""
     for s in sites:
         if s not in SITES:
             raise ValueError("attribution_patching: unknown site %r (sites: %s)" % (s, ", ".join(SITES)))
@@ -29,10 +31,10 @@ def attribution_patching(model, clean, corrupted, metric: str, sites: Sequence[s
         cells = []
         for l in range(layers):
             name = "layers.%d.%s" % (l, s)
-            a, b = clean_cache[name], corrupted_cache[name]                 # [B, T, D] each
+            a, b = clean_cache[name], corrupted_cache[name]                 # [B, T, D] ([B, T, H, hd]) each
             if a.shape != b.shape:
                 raise ValueError("attribution_patching: the clean and corrupted prompts differ in length "
                                  "(%s: %s vs %s tokens)" % (name, a.shape[1], b.shape[1]))
-            cells.append(((a.astype(np.float64) - b) * grads[name]).sum(-1))  # [B, T]
-        out[s] = np.stack(cells, axis=1)                                     # [B, L, T]
+            cells.append(((a.astype(np.float64) - b) * grads[name]).sum(-1))  # [B, T] ([B, T, H] for z)
+        out[s] = np.stack(cells, axis=1)                                     # [B, L, T] ([B, L, T, H])
     return out

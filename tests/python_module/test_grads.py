@@ -132,16 +132,18 @@ def test_gradients_of_the_intervened_model(tiny):
 def test_attribution_patching_matches_a_torch_sweep():
     """lmscope.attribution_patching against the same estimate written in torch
     (golden/grad/attribution-patching-tiny-qwen2.json: HF float64, autograd), every cell of
-    resid_pre / attn_out / ffn_out. Each cell is a D-long dot of an activation difference with a
-    gradient, each held to HF within their own bounds; the sum is held at 1e-3 of the largest
-    |cell| (measured: see docs/gradients.md)."""
+    resid_pre / attn_out / ffn_out and every head's cell of attn.z. Each cell is a dot of an
+    activation difference with a gradient, each held to HF within their own bounds; the sum is
+    held at 1e-3 of the largest |cell| (measured: see docs/gradients.md)."""
     with open(os.path.join(ROOT, "golden", "grad", "attribution-patching-tiny-qwen2.json"), encoding="utf-8") as f:
         ref = json.load(f)
     m = lmscope.Model(os.path.join(ROOT, ref["model"]))
-    est = lmscope.attribution_patching(m, ref["clean"], ref["corrupted"], ref["metric"])
+    est = lmscope.attribution_patching(m, ref["clean"], ref["corrupted"], ref["metric"],
+                                       sites=("resid_pre", "attn_out", "ffn_out", "attn.z"))
+    assert est["attn.z"].shape == (1, 3, len(ref["clean"]), 4)      # [B, L, T, H]
     worst = 0.0
     for site, want in ref["estimate"].items():
-        want = np.array(want)                                  # [L, T]
+        want = np.array(want)                                  # [L, T] ([L, T, H] for attn.z)
         got = est[site][0]
         assert got.shape == want.shape, site
         rel = float(np.max(np.abs(got - want))) / float(np.max(np.abs(want)))
