@@ -3,13 +3,18 @@
 //
 //   lmscope-trace --model golden/models/tiny-qwen2 --prompt-ids 5,6,7 --max-new-tokens 8 --out a.h5
 //   lmscope-trace --model models/SmolLM2-135M-Instruct.Q4_1.gguf --chat --prompt "What is the capital of France?"
+//   lmscope-trace --model models/SmolLM2-135M-Instruct.Q4_1.gguf --prompt "The Eiffel Tower is in the city of"
+//                 --grad "logit_diff:pos=-1: Paris, Rome" --hooks 'layers.*.resid_pre' --out g.h5   (one line)
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <tuple>
 #include <unistd.h>
 
+#include "grad/grad_run.h"
+#include "io/format_number.h"
 #include "runs/run.h"
 #include "stepper/stepper.h"
 #include "tokenizer/decoder.h"
@@ -65,7 +70,27 @@ int main(int argc, char** argv) {
                "g N: layer N, b: back, ?: keys, q: quit); without a terminal every page is printed. lmscope-step "
                "walks a trace file the same way without running the model");
   app.add_option("--step-row", step_row, "--step: the batch row whose layers are drawn")->capture_default_str();
+  std::string grad;
+  app.add_option("--grad", grad,
+                 "also store grad.<hook>, the gradient of METRIC at each traced hook, for the prefill (docs/gradients.md): "
+                 "logit_diff:pos=P:A,B, logprob:pos=P:A or loss:FROM:TO (A, B: ids or text of one token)");
   if (auto code = cli::parse(app, argc, argv, "lmscope-trace")) return *code;
+  MetricSpec grad_metric;
+  if (app.count("--grad")) {
+    const char* why = out.empty()                     ? "--grad stores grad.<hook> datasets in the trace: give --out"
+                      : step_mode                     ? "--grad and --step: --step shows no gradients"
+                      : app.count("--lens")           ? "--grad and --lens: the lens has no gradients"
+                      : max_new > 1 && app.count("--max-new-tokens")
+                          ? "--grad: gradients are of the prefill only; a decode step has none (give --max-new-tokens 1)"
+                          : nullptr;
+    if (why) return cli::usage_error("lmscope-trace", why);
+    max_new = 1;   // the prefill and its one sampled token
+    try {
+      grad_metric = parse_metric(grad);
+    } catch (const std::exception& e) {
+      return cli::usage_error("lmscope-trace", e.what());
+    }
+  }
   if (app.count("--out") && out.empty()) return cli::usage_error("lmscope-trace", "--out: the file name is empty");
   if (app.count("--lens")) {
     if (lens_k < 1) return cli::usage_error("lmscope-trace", "--lens: K must be at least 1, got " + std::to_string(lens_k));
@@ -169,9 +194,35 @@ int main(int argc, char** argv) {
       opt.on_step = nullptr;   // no progress line between the pages
     }
 
+    // --grad: the gradients first (a forward and a backward, lib/grad/grad_run.h), then the run
+    // traced as always, with the gradients written next to the hooks before the record.
+    std::optional<GradResult> grads;
+    if (app.count("--grad")) {
+      resolve_metric_tokens(grad_metric, cfg.vocab_size, tokenizer ? EncodeFn([tokenizer](const std::string& t) {
+        return tokenizer->encode(t, false);
+      }) : EncodeFn());
+      GradRequest req;
+      req.prompts = opt.prompts;
+      req.padding_side = opt.padding_side;
+      req.pad_id = opt.pad_id;
+      req.use_cache = opt.use_cache;
+      req.metric = grad_metric;
+      req.hooks = hooks;
+      req.layers = layers;
+      req.editor = interventions.get();   // the gradient of the edited model
+      grads = run_with_grads(cfg, tm->loaded.weights, *backend, req);
+      std::printf("grad metric: %s = %s\n", grad_metric.text.c_str(), fmt("%.4f", grads->metric).c_str());
+      if (!quiet)
+        std::fprintf(stderr, "gradients: forward %.3f s, backward %.3f s\n", grads->forward_seconds,
+                     grads->backward_seconds);
+    }
+    auto write_more = [&](TraceWriter& w) {
+      if (grads) write_grads(w, *grads, grad_metric);
+    };
+
     TracedRun res;
     try {
-      res = run_traced(tm->ctx, opt, hook_set, out, stepper.get(), compress);
+      res = run_traced(tm->ctx, opt, hook_set, out, stepper.get(), compress, write_more);
     } catch (const StepperQuit&) {
       std::printf("\n(quit)\n");
       return 0;

@@ -11,6 +11,7 @@
 #pragma once
 #include <initializer_list>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "tensor/tensor.h"
@@ -110,6 +111,53 @@ class Backend {
   virtual void add(Tensor& out, const Tensor& a, const Tensor& b) = 0;
   // out[b,0,:] = x[b,t,:]                     out [B,1,D], x [B,T,D]  (the last column for the head)
   virtual void select_column(Tensor& out, const Tensor& x, int64_t t) = 0;
+
+  // ---- backward ops: the gradient of each op above with respect to its activation inputs
+  // (not its weights), for the backward pass of grad/decoder_backward.cpp. d* tensors have the
+  // shapes of what they are the gradient of. Only the CPU backend has them so far; every other
+  // backend refuses in one line.
+  // dx = dy @ W                               dx [N,I], dy [N,O], W [O,I] (linear's W, as held)
+  virtual void linear_backward(Tensor& dx, const Tensor& dy, const Tensor& W) {
+    (void)dx, (void)dy, (void)W;
+    no_backward();
+  }
+  // rmsnorm's input gradient                  dx, dy, x [..., D], weight [D]
+  virtual void rmsnorm_backward(Tensor& dx, const Tensor& dy, const Tensor& x, const Tensor& weight, float eps) {
+    (void)dx, (void)dy, (void)x, (void)weight, (void)eps;
+    no_backward();
+  }
+  // swiglu's: dgate = dact * up * silu'(gate), dup = dact * silu(gate)     all [N,F]
+  virtual void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dact, const Tensor& gate, const Tensor& up) {
+    (void)dgate, (void)dup, (void)dact, (void)gate, (void)up;
+    no_backward();
+  }
+  // rope's: the rotation by -theta            dx, dy [B,Hx,T,hd], cos, sin [B,T,hd]
+  virtual void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& cos, const Tensor& sin) {
+    (void)dx, (void)dy, (void)cos, (void)sin;
+    no_backward();
+  }
+  // split_heads' (its transpose): out[b,t,h*hd:(h+1)*hd] = x[b,h,t,:]   out [B,T,Hx*hd], x [B,Hx,T,hd]
+  virtual void merge_heads(Tensor& out, const Tensor& x) {
+    (void)out, (void)x;
+    no_backward();
+  }
+  // attention's, for a prefill (S = T, keys and values this step's): from dz [B,T,H,hd] and
+  // the forward's q [B,H,T,hd], k/v [B,Hkv,T,hd], probs [B,H,T,S]:
+  //   dprobs = dz_h @ v^T, dscores = probs * (dprobs - rowsum(dprobs * probs)),
+  //   dq = scale dscores @ k, dk = scale dscores^T @ q and dv = probs^T @ dz_h, each summed
+  //   over the query heads of a KV head. dscores is exactly 0 where the mask gave probs 0.
+  virtual void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dscores, Tensor& dprobs,
+                                  const Tensor& dz, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& probs, float scale) {
+    (void)dq, (void)dk, (void)dv, (void)dscores, (void)dprobs, (void)dz, (void)q, (void)k, (void)v,
+        (void)probs, (void)scale;
+    no_backward();
+  }
+
+ protected:
+  [[noreturn]] void no_backward() const {
+    throw std::runtime_error("gradients: CPU backend only (the " + name() + " backend has no backward ops yet)");
+  }
 };
 
 // "cpu" (always), "cuda" (when built with CUDA and a device is usable), "auto" (cuda when

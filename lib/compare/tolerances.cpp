@@ -32,6 +32,7 @@ ToleranceTable ToleranceTable::defaults() {
       {"sample.u", {0, 0}, "the same uniform draw, or -1 when greedy"},
       {"sample.probs", {1e-5, 1e-4}, "probabilities, scale <= 1"},
       {"sample.*", {1e-5, 2e-4}, "logits after penalty/temperature: as logits"},
+      {"grad.*", {1e-5, 2e-4}, "gradients (docs/tolerances.md, Gradients): the backward's rounding too"},
       {"*", {1e-5, 1e-4}, "float32 activations: summation order differs (BLAS vs torch)"},
   };
   return t;

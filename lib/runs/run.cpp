@@ -27,7 +27,7 @@ const EncodeTrace* ModelContext::encoding_of(const std::vector<int32_t>& ids) co
 }
 
 TracedRun run_traced(const ModelContext& m, const GenerateOptions& opt, const HookSet& hooks, const std::string& out,
-                     TraceSink* sink, int compress) {
+                     TraceSink* sink, int compress, const std::function<void(TraceWriter&)>& more) {
   std::unique_ptr<TraceWriter> writer;
   if (!out.empty()) {
     writer = std::make_unique<TraceWriter>(out);
@@ -66,6 +66,7 @@ TracedRun run_traced(const ModelContext& m, const GenerateOptions& opt, const Ho
     r.write_tokenizer_row = [&](TraceWriter& w, int row) {
       if (const EncodeTrace* e = m.encoding_of(opt.prompts[size_t(row)])) write_tokenizer_trace(w, row, *e, *m.tokenizer);
     };
+  if (more) more(*writer);
   write_run_record(*writer, r);
   writer->commit();
   return run;

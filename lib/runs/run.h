@@ -1,6 +1,7 @@
 // What the experiment tools share: a model ready to run, traced runs written as trace files
 // (docs/trace-format.md), hook tensors as HookData.
 #pragma once
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
@@ -39,8 +40,11 @@ struct TracedRun : GenerateResult {
 // `out` is not empty, written to the trace file `out` (atomic, gzip level `compress`) with the
 // run's record (trace/run_record.h). The file is created before the model runs, so an
 // unwritable path fails at once.
+// `more`, when set, writes more datasets into the trace's last step before its record (lmscope-trace
+// --grad: the grad.<hook> datasets).
 TracedRun run_traced(const ModelContext& m, const GenerateOptions& opt, const HookSet& hooks, const std::string& out,
-                     TraceSink* sink = nullptr, int compress = 0);
+                     TraceSink* sink = nullptr, int compress = 0,
+                     const std::function<void(TraceWriter&)>& more = nullptr);
 
 // A host float32/int32 tensor as a HookData (values widened to double) with the hook's name and
 // axes. last_t > 0: only the last last_t entries of axis T (when the hook has one), sliced before

@@ -7,6 +7,7 @@
     cache["pattern", 3]                   # the same, by TransformerLens's short name
     m.run_with_hooks(ids, hooks=[("layers.3.attn.z", fn), lmscope.Zero("layers.5.attn.z", head=1)])
     m.generate("Hello", max_new_tokens=20).text
+    logits, cache, grads = m.run_with_grads(prompt, "logit_diff:pos=-1: Paris, Rome")   # docs/gradients.md
     lmscope.collect(path, "corpus.txt", "acts/", hooks=["layers.15.resid_post"])   # docs/collect.md
     lmscope.ActivationDataset("acts/").batches(4096)
 
@@ -33,10 +34,12 @@ from .activation_dataset import ActivationDataset  # noqa: F401
 from .collection import collect  # noqa: F401
 from .attribution import (Attribution, Decomposition, attribution_hooks, decompose,  # noqa: F401
                           head_results, logit_attribution)
+from .attribution_patching import attribution_patching  # noqa: F401,E402
 
 __all__ = ["Model", "ActivationCache", "Generation", "Tokens", "Trace",
            "Intervention", "Zero", "Scale", "Mean", "Patch", "Add", "collect", "ActivationDataset",
-           "attribution_hooks", "logit_attribution", "decompose", "head_results", "Attribution", "Decomposition"]
+           "attribution_hooks", "logit_attribution", "decompose", "head_results", "Attribution", "Decomposition",
+           "attribution_patching"]
 
 Prompt = Union[str, Sequence[int]]
 
@@ -164,6 +167,34 @@ class Model:
         r = self._run(prompt, chat=chat, names="logits", keep_steps=1, max_new_tokens=1,
                       padding_side=padding_side, hooks=hooks)
         return r["steps"][0]["logits"]
+
+    def run_with_grads(self, prompt, metric: str, names=None, chat: bool = False, padding_side: str = "left",
+                       use_cache: bool = True, hooks=()) -> "tuple[np.ndarray, ActivationCache, ActivationCache]":
+        """One prefill of the prompt (or a batch) and the gradient of a scalar `metric` of its
+        logits at the hooks `names` (as run_with_cache takes them: lmscope names, globs or
+        TransformerLens names; default every hook): (logits [B, T, V], cache, grads). grads is
+        keyed and laid out as cache is (grads["layers.3.resid_pre"], grads["resid_pre", 3]).
+        metric, in lmscope-trace --grad's grammar (docs/gradients.md):
+          "logit_diff:pos=-1: Paris, Rome"   logits[-1, " Paris"] - logits[-1, " Rome"]
+          'logprob:pos=-1:" Paris"'          log_softmax(logits[-1])[" Paris"]
+          "loss:3:"                           mean next-token loss over positions 3..T-2
+        A batch's metric is the sum of its rows'. `hooks`: interventions (lmscope.Zero, Scale,
+        Mean, Patch, Add or spec strings) applied in the forward that is differentiated; not
+        Python functions. CPU backend only; ValueError for a token outside the vocabulary, a
+        position outside a prompt or a NaN metric."""
+        keep = _hook_globs(names)
+        prompts = _prompts(prompt)
+        if chat:
+            prompts = [self.apply_chat_template([{"role": "user", "content": p}]) if isinstance(p, str) else p
+                       for p in prompts]
+        specs, fns = self._edits(hooks)
+        if fns:
+            raise ValueError("run_with_grads: a Python function hook cannot be differentiated; "
+                             "use lmscope.Zero / Scale / Mean / Patch / Add")
+        r = self._engine.run_grads(prompts, not chat, metric, keep, padding_side, use_cache, specs)
+        run_info = dict(config_json=self.info["config_json"], prompt_lengths=[len(p) for p in r["prompts"]],
+                        padding_side=padding_side, metric=metric, metric_value=r["metric"])
+        return r["logits"], ActivationCache(r["activations"], run_info), ActivationCache(r["grads"], run_info)
 
     def generate(self, prompt, max_new_tokens: int = 16, do_sample: bool = False, temperature: float = 1.0,
                  top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0, repetition_penalty: float = 1.0,

@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "grad/grad_run.h"
 #include "intervene/spec.h"
 #include "io/text_file.h"
 #include "model/weights.h"
@@ -238,6 +239,64 @@ class Engine {
     return d;
   }
 
+  // One prefill with gradients (grad/grad_run.h): m.run_with_grads in python/lmscope/__init__.py.
+  // Bad input (a token outside the vocabulary, a position outside a prompt, a NaN metric):
+  // std::invalid_argument, which pybind11 raises as ValueError.
+  pyb::dict run_grads(const std::vector<std::variant<std::vector<int32_t>, std::string>>& prompts, bool add_special,
+                      const std::string& metric, const std::string& names, const std::string& padding_side,
+                      bool use_cache, const pyb::list& specs) {
+    const ModelConfig& cfg = m_->loaded.cfg;
+    GradRequest req;
+    std::vector<InterventionSpec> parsed;
+    for (const pyb::handle s : specs) parsed.push_back(py::spec_from_python(s, cfg));   // invalid_argument: ValueError
+    std::unique_ptr<Interventions> interventions;
+    if (!parsed.empty()) interventions = std::make_unique<Interventions>(std::move(parsed), cfg);
+    req.editor = interventions.get();
+    for (const auto& p : prompts) {
+      if (const std::string* text = std::get_if<std::string>(&p))
+        req.prompts.push_back(tokenizer().encode(*text, add_special));
+      else
+        req.prompts.push_back(std::get<std::vector<int32_t>>(p));
+      if (req.prompts.back().empty()) throw pyb::value_error("a prompt of no tokens");
+    }
+    if (req.prompts.empty()) throw pyb::value_error("no prompt");
+    req.padding_side = parse_padding_side(padding_side);
+    req.pad_id = m_->special.pad_id;
+    req.use_cache = use_cache;
+    req.metric = parse_metric(metric);
+    const tok::Tokenizer* tk = m_->tokenizer ? &*m_->tokenizer : nullptr;
+    resolve_metric_tokens(req.metric, cfg.vocab_size, tk ? EncodeFn([tk](const std::string& t) {
+      return tk->encode(t, false);
+    }) : EncodeFn());
+    req.hooks = names;
+    GradResult r;
+    {
+      pyb::gil_scoped_release nogil;
+      std::lock_guard<std::mutex> one_run(run_mutex_);
+      r = run_with_grads(cfg, m_->loaded.weights, *m_->backend, req);
+    }
+    auto held = [](const Tensor& t) {
+      py::HeldTensor h;
+      h.shape = t.shape();
+      if (t.dtype() == DType::I32) {
+        h.ids = true;
+        h.i32.assign(t.i32(), t.i32() + t.numel());
+      } else {
+        h.f32.assign(t.f32(), t.f32() + t.numel());
+      }
+      return to_numpy(std::move(h));
+    };
+    pyb::dict d, acts, grads;
+    for (const auto& [name, t] : r.activations) acts[pyb::str(name)] = held(t);
+    for (const auto& [name, t] : r.grads) grads[pyb::str(name)] = held(t);
+    d["logits"] = held(r.logits);
+    d["metric"] = r.metric;
+    d["activations"] = acts;
+    d["grads"] = grads;
+    d["prompts"] = req.prompts;
+    return d;
+  }
+
   std::vector<std::string> weight_names() const {
     std::vector<std::string> out;
     for (const auto& [name, t] : named_weights(m_->loaded.weights)) out.push_back(name);
@@ -293,6 +352,7 @@ PYBIND11_MODULE(_core, mod) {
       .def("pieces", &Engine::pieces)
       .def("chat", &Engine::chat)
       .def("run", &Engine::run)
+      .def("run_grads", &Engine::run_grads)
       .def("weight_names", &Engine::weight_names)
       .def("weight", &Engine::weight);
 

@@ -49,6 +49,15 @@ class CpuBackend final : public Backend {
   void add(Tensor& out, const Tensor& a, const Tensor& b) override;
   void select_column(Tensor& out, const Tensor& x, int64_t t) override;
   bool quantize_activations_for_hook(const Tensor& x, const Tensor& W, Tensor& codes, Tensor& scales) override;
+  // Backward ops (cpu_backward.cpp).
+  void linear_backward(Tensor& dx, const Tensor& dy, const Tensor& W) override;
+  void rmsnorm_backward(Tensor& dx, const Tensor& dy, const Tensor& x, const Tensor& weight, float eps) override;
+  void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dact, const Tensor& gate, const Tensor& up) override;
+  void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& cos, const Tensor& sin) override;
+  void merge_heads(Tensor& out, const Tensor& x) override;
+  void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dscores, Tensor& dprobs, const Tensor& dz,
+                          const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& probs,
+                          float scale) override;
 
  private:
   CpuActivations activations_ = CpuActivations::F32;
