@@ -26,7 +26,47 @@ double widest(const std::vector<std::string>& labels, size_t chars, double font)
   return w;
 }
 
+// The label of cells first..last (a block): the first one's, shortened, and the range.
+std::string block_label(const std::vector<std::string>& labels, size_t first, size_t last) {
+  if (first == last) return labels[first];
+  return shorten(labels[first], 5) + " " + std::to_string(first) + "\u2013" + std::to_string(last);
+}
+
 }  // namespace
+
+GridPicture grid_in_blocks(const GridPicture& g, int* n_out) {
+  const size_t nr = g.row_labels.size(), nc = g.col_labels.size();
+  const size_t n = std::max({size_t(1), (nr + kMaxBlockRows - 1) / kMaxBlockRows, (nc + kMaxBlockCols - 1) / kMaxBlockCols});
+  if (n_out) *n_out = int(n);
+  if (n == 1) return g;
+  GridPicture b = g;
+  b.row_labels.clear();
+  b.col_labels.clear();
+  b.values.clear();
+  b.print_values = false;   // a block's number is not one the trace holds
+  for (size_t c = 0; c < nc; c += n) b.col_labels.push_back(block_label(g.col_labels, c, std::min(nc, c + n) - 1));
+  for (size_t r0 = 0; r0 < nr; r0 += n) {
+    const size_t r1 = std::min(nr, r0 + n);
+    b.row_labels.push_back(block_label(g.row_labels, r0, r1 - 1));
+    std::vector<double> line;
+    for (size_t c0 = 0; c0 < nc; c0 += n) {
+      const size_t c1 = std::min(nc, c0 + n);
+      double sum = 0;
+      for (size_t r = r0; r < r1; ++r)
+        for (size_t c = c0; c < c1; ++c) sum += r < g.values.size() && c < g.values[r].size() ? g.values[r][c] : 0;
+      const double cells = g.blocks == GridPicture::Blocks::Mean ? double((r1 - r0) * (c1 - c0)) : double(r1 - r0);
+      line.push_back(sum / cells);
+    }
+    b.values.push_back(line);
+  }
+  const std::string nn = std::to_string(std::min(n, nr)) + " \u00d7 " + std::to_string(std::min(n, nc));   // a decode step: 1 x n
+  b.caption = g.caption + " Each cell is a block of " + nn + " " + g.block_what + " (" + std::to_string(nr) + " \u00d7 " +
+              std::to_string(nc) + " do not fit 1280 \u00d7 720 at 8 px a cell): " +
+              (g.blocks == GridPicture::Blocks::Mean ? "the mean of its cells."
+                                                     : "the probability its query tokens put on its key tokens (summed over the keys, "
+                                                       "averaged over the queries).");
+  return b;
+}
 
 // Layout, top to bottom: title, x-axis title, column labels (rotated -60 degrees, their height
 // set by the longest), the grid, then the y-axis title when it is longer than the grid is high
@@ -34,7 +74,8 @@ double widest(const std::vector<std::string>& labels, size_t chars, double font)
 // the picture's width. Cells are as large as 1280 x 720 allow (8..40 px); a label font is
 // chosen so that neighbouring labels do not touch, and when even 8 px is too big for a cell
 // only every n-th label is written.
-std::string grid_svg(const GridPicture& g) {
+std::string grid_svg(const GridPicture& whole) {
+  const GridPicture g = grid_in_blocks(whole);
   const int nr = int(g.row_labels.size()), nc = int(g.col_labels.size());
   const double low = g.is_signed ? -1.0 : 0.0;   // the value at the colour scale's left end
   auto colour = [&](double v) { return g.is_signed ? signed_colour(v) : probability_colour(v); };
