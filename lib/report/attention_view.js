@@ -18,6 +18,7 @@ var lmscopeAttentionView = (function () {
   "use strict";
   var SVGNS = "http://www.w3.org/2000/svg";
   var kMinCell = 3, kMaxCell = 24;   // CSS px of one cell: readable on a projector .. a short prompt's
+  var kScreenCell = 8;               // cells are kept smaller than this only to fit the width
   var kTopKeys = 5;                  // keys listed for the hovered query
   var CSS =
     ".lav-controls { margin: 4px 0; font: 13px \"DejaVu Sans\", Arial, sans-serif; }\n" +
@@ -64,7 +65,7 @@ var lmscopeAttentionView = (function () {
     var T = v.rows.length, S = v.cols.length, n = Math.max(1, Math.floor(avail / kMinCell));
     if (S <= n) return { q: [0, T - 1], k: [0, S - 1] };
     var lastQ = Math.min(T - 1, Math.max(0, n - 1 - v.past));
-    return { q: [T > 1 ? 0 : 0, lastQ], k: [0, n - 1] };
+    return { q: [0, lastQ], k: [0, n - 1] };
   }
   function clampRange(r, n) {
     var a = Math.max(0, Math.min(n - 1, Math.floor(+r[0]))), b = Math.max(0, Math.min(n - 1, Math.floor(+r[1])));
@@ -112,7 +113,11 @@ var lmscopeAttentionView = (function () {
       pic.textContent = "";
       var q0 = state.q[0], q1 = state.q[1], k0 = state.k[0], k1 = state.k[1];
       var nq = q1 - q0 + 1, nk = k1 - k0 + 1;
-      var cell = Math.max(1, Math.min(kMaxCell, Math.floor(gridAvail / nk)));
+      // As wide as the box allows, and no taller than the screen (a 40-token heatmap at 24 px
+      // would be 960 px tall: more than a projector's 720), but not below kScreenCell for that
+      // (a long window grows to the width and is scrolled instead).
+      var tall = Math.max(kScreenCell, Math.floor(((window.innerHeight || 800) - 160) / nq));
+      var cell = Math.max(1, Math.min(kMaxCell, tall, Math.floor(gridAvail / nk)));
       qIn[0].value = v.past + q0; qIn[1].value = v.past + q1; kIn[0].value = k0; kIn[1].value = k1;
       note.textContent = (nq === T && nk === S ? "every token: " : "window: ") + "query columns " + (v.past + q0) + "\u2013" + (v.past + q1) +
         " of " + (v.past) + "\u2013" + (v.past + T - 1) + ", key columns " + k0 + "\u2013" + k1 + " of 0\u2013" + (S - 1) +
@@ -120,7 +125,7 @@ var lmscopeAttentionView = (function () {
       var font = Math.max(9, Math.min(12, cell));
       // Column labels rotated -60 degrees, every n-th so that neighbours do not touch.
       var colEvery = Math.max(1, Math.ceil(font * 1.25 / (0.866 * cell))), rowEvery = Math.max(1, Math.ceil(font * 1.2 / cell));
-      var colChars = 10, top = Math.ceil(24 + colChars * font * 0.6 * 0.866 + font);
+      var colChars = 10, top = Math.ceil(24 + (colChars + 5) * font * 0.6 * 0.866 + font);   // the label, " 123" and a gap
       var gw = nk * cell, gh = nq * cell, W = left + gw + 60, H = top + gh + 60;
       var svg = el("svg", { id: id + "-svg", "class": "lav-svg", width: W, height: H, viewBox: "0 0 " + W + " " + H,
         "font-family": "DejaVu Sans Mono, monospace", "data-cells": nq + "x" + nk, "data-cell-px": cell }, pic);

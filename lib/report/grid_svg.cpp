@@ -101,12 +101,16 @@ std::string grid_svg(const GridPicture& whole) {
     if (next == cell && pass > 0) break;
     cell = next;
   }
+  // A grid of fewer columns than rows (lmscope-patch's 30 layers x 9 heads) gets cells wider
+  // than tall, up to 80 px, so that it fills the picture's width instead of a strip at its left.
+  const int cw = nc < nr ? std::clamp((std::max(width, 720) - 32 - left - right) / std::max(nc, 1), cell, std::max(cell, 80)) : cell;
+  width = std::max(width, left + nc * cw + right);
   const int height = top + nr * cell + bottom;
   std::ostringstream o;
   o << svg_text(16, 30, g.title, "", "font-size=\"20\" font-weight=\"bold\"");
   // The x-axis title centred over the grid, kept inside the picture.
   const double x_title_len = text_width(g.x_label, 15);
-  const double xmid = std::clamp(left + nc * cell / 2.0, 16 + x_title_len / 2, width - 16 - x_title_len / 2);
+  const double xmid = std::clamp(left + nc * cw / 2.0, 16 + x_title_len / 2, width - 16 - x_title_len / 2);
   o << svg_text(xmid, 56, g.x_label, "middle", "font-size=\"15\"");
   const double ymid = top + nr * cell / 2.0;
   if (y_title_rotated) {
@@ -116,10 +120,10 @@ std::string grid_svg(const GridPicture& whole) {
   }
   // Token labels: columns rotated, rows right-aligned; every n-th when the font cannot shrink further.
   const std::string mono = "font-family=\"DejaVu Sans Mono, monospace\"";
-  const int col_every = std::max(1, int(std::ceil(font * kLineBox / (kSin60 * cell))));
+  const int col_every = std::max(1, int(std::ceil(font * kLineBox / (kSin60 * cw))));
   const int row_every = std::max(1, int(std::ceil(font * kLineBox / cell)));
   for (int c = 0; c < nc; c += col_every) {
-    const double x = left + c * cell + cell / 2.0 + font * 0.35, y = top - 6;
+    const double x = left + c * cw + cw / 2.0 + font * 0.35, y = top - 6;
     std::ostringstream a;
     a << "font-size=\"" << font << "\" " << mono << " transform=\"rotate(-60 " << x << " " << y << ")\"";
     o << svg_text(x, y, shorten(g.col_labels[size_t(c)], kColChars), "", a.str());
@@ -135,13 +139,13 @@ std::string grid_svg(const GridPicture& whole) {
       const double v = size_t(r) < g.values.size() && size_t(c) < g.values[size_t(r)].size() ? g.values[size_t(r)][size_t(c)] : 0;
       char num[32];
       std::snprintf(num, sizeof num, "%.3g", v);
-      o << "<rect x=\"" << left + c * cell << "\" y=\"" << top + r * cell << "\" width=\"" << cell - 1 << "\" height=\""
+      o << "<rect x=\"" << left + c * cw << "\" y=\"" << top + r * cell << "\" width=\"" << cw - 1 << "\" height=\""
         << cell - 1 << "\" fill=\"" << colour(v) << "\"><title>"
         << xml_escape(g.row_labels[size_t(r)] + " \u2192 " + g.col_labels[size_t(c)] + ": " + num) << "</title></rect>\n";
       if (g.print_values && value_font >= 7 && std::fabs(v) >= 0.005) {
         char two[16];
         std::snprintf(two, sizeof two, "%.2f", v);
-        o << svg_text(left + c * cell + (cell - 1) / 2.0, top + r * cell + (cell - 1) / 2.0 + value_font * 0.35, two, "middle",
+        o << svg_text(left + c * cw + (cw - 1) / 2.0, top + r * cell + (cell - 1) / 2.0 + value_font * 0.35, two, "middle",
                       "font-size=\"" + std::to_string(value_font) + "\" fill=\"" + (std::fabs(v) > 0.5 ? "#fff" : "#000") + "\"");
       }
     }
