@@ -300,6 +300,15 @@ void Stepper::finish() {
   std::fflush(opt_.out);
 }
 
+// A page that lists a step's T tokens one per line shows the last max_rows of them: when that
+// leaves some out, a line says which columns (first_column: the step's first) are above.
+std::string Stepper::earlier_columns(int64_t first_column, int64_t T) const {
+  const int64_t hidden = T - opt_.max_rows;
+  if (hidden <= 0) return "";
+  return "        (columns " + std::to_string(first_column) + ".." + std::to_string(first_column + hidden - 1) +
+         " are not shown: the last " + std::to_string(opt_.max_rows) + " of this step's " + std::to_string(T) + " tokens follow)\n";
+}
+
 std::string Stepper::page_inputs() const {
   std::ostringstream o;
   const HookData *ids = get("tokens.input_ids"), *am = get("tokens.attention_mask"), *pos = get("tokens.position_ids"),
@@ -311,6 +320,7 @@ std::string Stepper::page_inputs() const {
     const int64_t S = am ? am->shape[1] : T;
     for (int64_t b = 0; b < B; ++b) {
       o << "row " << b << ":   col  id      token              mask  position\n";
+      o << earlier_columns(S - T, T);
       for (int64_t t = std::max<int64_t>(0, T - opt_.max_rows); t < T; ++t) {
         const int32_t id = int32_t(ids->values[size_t(b * T + t)]);
         const int m = am ? int(am->values[size_t(b * S + S - T + t)]) : 1;
@@ -383,6 +393,7 @@ std::string Stepper::page_embed() const {
   const int64_t B = e->shape[0], T = e->shape[1], D = e->shape[2];
   const int64_t b = std::clamp<int64_t>(opt_.row, 0, B - 1);
   o << "each token id picks one row of the embedding table (" << cfg_.vocab_size << " x " << D << "); row " << b << ":\n";
+  o << earlier_columns(info_.S - T, T);
   for (int64_t t = std::max<int64_t>(0, T - opt_.max_rows); t < T; ++t) {
     const double* v = e->values.data() + (b * T + t) * D;
     const int32_t id = int32_t(ids->values[size_t(b * T + t)]);
