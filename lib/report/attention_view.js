@@ -83,7 +83,7 @@ var lmscopeAttentionView = (function () {
     var scaleSel = el("select", { id: id + "-scale" }, scaleLabel);
     Object.keys(SCALES).forEach(function (s) {
       var o = el("option", { value: s }, scaleSel, SCALES[s].label);
-      if (s === state.scale) o.selected = true;
+      if (s === state.scale) o.setAttribute("selected", "selected");   // an attribute: a saved page keeps it
     });
     function range(label, name, n) {
       var l = el("label", {}, ctl, label + " ");

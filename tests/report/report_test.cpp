@@ -105,6 +105,25 @@ TEST_F(Report, PageRendersWithoutErrorsAndTheHeatmapShowsTheTracesValue) {
   EXPECT_GT(st.colours, 50u);
 }
 
+// The attention view's window and colour scale from the URL (docs/report.md, "The attention
+// view"): the heatmap draws those query and key columns only, says so, and has that scale chosen.
+TEST_F(Report, TheUrlOpensTheHeatmapOnAWindowAndAScale) {
+  ASSERT_TRUE(full_);
+  need_browser();
+  const std::string html = dir_->file("window.html");
+  ASSERT_EQ(report(dir_->file("full.h5") + " -o " + html).code, 0);
+  for (const char* scale : {"rank", "log"}) {
+    const std::string dom = rendered_dom(chromium_, dir_->file("profile"),
+                                         "file://" + html + "#step=0&layer=1&head=1&qw=2-5&kw=0-3&scale=" + scale);
+    EXPECT_EQ(dom_attr(dom, "attn-svg", "data-cells"), "4x4") << scale;
+    EXPECT_EQ(dom_text(dom, "attn-window-note").rfind("window: query columns 2\u20135 of 0\u2013", 0), 0u) << dom_text(dom, "attn-window-note");
+    EXPECT_NE(dom.find("<option value=\"" + std::string(scale) + "\" selected=\"selected\">"), std::string::npos) << scale;
+  }
+  // No window in the URL: every token of this short prompt.
+  const std::string dom = rendered_dom(chromium_, dir_->file("profile"), "file://" + html + "#step=0&layer=1&head=1");
+  EXPECT_EQ(dom_text(dom, "attn-window-note").rfind("every token: ", 0), 0u) << dom_text(dom, "attn-window-note");
+}
+
 TEST_F(Report, SectionsWithoutTheirHooksSayWhatToTrace) {
   ASSERT_TRUE(partial_);
   need_browser();

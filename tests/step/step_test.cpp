@@ -158,7 +158,7 @@ TEST(Step, ALongPromptsTokenPagesSayWhichColumnsAreAbove) {
   TempDir dir;
   const std::string out = dir.file("out.txt");
   std::string ids = "42";
-  for (int i = 1; i < 30; ++i) ids += "," + std::to_string(300 + i);
+  for (int i = 1; i < 30; ++i) ids += ',' + std::to_string(300 + i);
   int rc = std::system((kTrace + " --model " + kTiny + " --prompt-ids " + ids + " --max-new-tokens 1 --step --hooks 'tokens.*,embed'" +
                         " < /dev/null > '" + out + "' 2>/dev/null").c_str());
   ASSERT_TRUE(WIFEXITED(rc));
