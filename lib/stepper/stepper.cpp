@@ -69,6 +69,22 @@ int64_t query_index(const GridData& g, const PageView& v) {
   return v.query < 0 ? g.T - 1 : std::clamp<int64_t>(v.query - (g.S - g.T), 0, g.T - 1);
 }
 
+// The shown keys' tokens whole, on one line under the grid (a page wraps it to the screen):
+// the labels above the grid are cut into two-character slices written downwards, which are
+// hard to read back. A space is ␣, as above the grid.
+std::string key_legend(const std::vector<int64_t>& cols, const std::vector<std::string>& labels) {
+  if (labels.empty()) return "";
+  std::string o = "keys:";
+  for (size_t i = 0; i < cols.size() && i < labels.size(); ++i) {
+    if (cols[i] < 0) continue;   // the gap between the sink and the window
+    std::string label;
+    for (char c : labels[i]) label += c == ' ' ? std::string("\u2423") : std::string(1, c);
+    o += "  ";
+    o += std::to_string(cols[i]) + " " + label;
+  }
+  return o + "\n";
+}
+
 // Head h's grid: up to max_rows query rows ending at the chosen one, the key window that fits
 // (the screen's width, else lim.max_cols), and a line saying what is shown when not all is.
 std::string windowed_grid(const GridData& g, int64_t h, const PageView& v, const Limits& lim, int64_t max_rows) {
@@ -93,7 +109,7 @@ std::string windowed_grid(const GridData& g, int64_t h, const PageView& v, const
     note += std::string(note.empty() ? "" : "; ") + "query rows q" + std::to_string(past + t0) + "-q" + std::to_string(past + t1) +
             " of q" + std::to_string(past) + "-q" + std::to_string(g.S - 1) + " shown";
   if (!note.empty()) note = "(" + note + (v.rows > 0 ? "; < > move the keys, r N picks a query" : "") + ")\n";
-  return note + shade_grid(grid, t1 - t0 + 1, w.cols, rows, labels);
+  return note + shade_grid(grid, t1 - t0 + 1, w.cols, rows, labels) + key_legend(w.cols, labels);
 }
 
 // draw(max_rows): on a screen, the most query rows for which the page fits its height (the
@@ -118,7 +134,7 @@ std::string draw_attention(const GridData& g, const PageView& v, const Limits& l
   return fit_rows(v, g.T, lim, [&](int64_t rows) {
     std::ostringstream o;
     o << "softmax(q.k / sqrt(hd) + mask) per head, row " << g.b << ": query rows x key columns (each column's token "
-      << "written downwards, then its position); shades: ' ' < 0.02 <= ░ < 0.1 <= ▒ < 0.3 <= ▓ < 0.6 <= █; ·· masked\n";
+      << "written downwards, then its position; under the grid, each key's token whole); shades: ' ' < 0.02 <= ░ < 0.1 <= ▒ < 0.3 <= ▓ < 0.6 <= █; ·· masked\n";
     for (int64_t h = h0; h < h1; ++h) {
       // The chosen query's strongest keys.
       const float* row = g.values.data() + (h * g.T + t) * g.S;

@@ -172,6 +172,18 @@ TEST(Step, ALongPromptsTokenPagesSayWhichColumnsAreAbove) {
   EXPECT_NE(s.find("\n           6  306", inputs), std::string::npos) << "the first column listed is 6: " << s;
 }
 
+TEST(Step, TheKeysTokensAreListedWholeUnderTheGrid) {
+  // Above the grid " world" is three slices written downwards (␣w, or, ld); under it, whole.
+  TempDir dir;
+  const std::string out = dir.file("out.txt");
+  int rc = std::system((kTrace + " --model " + kTiny + " --prompt-ids 42,308,333,746,3 --max-new-tokens 1 --step" +
+                        " --hooks 'tokens.*,mask.*,layers.0.attn.*' < /dev/null > '" + out + "' 2>/dev/null").c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 0);
+  const std::string s = read_text(out);
+  EXPECT_NE(s.find("q4 |      \u2588\u2588  |\nkeys:  0 H  1 el  2 lo  3 \u2423world  4 !\n"), std::string::npos) << s;
+}
+
 TEST(Step, InATerminalEnterAdvancesNSkipsALayerAndQQuits) {
   ASSERT_TRUE(std::filesystem::exists(kTrace));
   TempDir dir;
