@@ -256,6 +256,27 @@ TEST_F(Report, PaddingPictureDrawsTheBatchTheMaskAndTheReadColumn) {
   need_browser();
 }
 
+// A batch of 120 columns (the tiny model's limit is 128 positions): the picture stays 1280 px
+// wide (docs/experiments.md), its cells bars without text, column numbers every 10th.
+TEST_F(Report, PaddingPictureOfALongBatchStaysWithinItsWidth) {
+  const std::string out = dir_->file("padding-long");
+  std::string a = "42", b = "43";
+  for (int i = 1; i < 120; ++i) a += ',' + std::to_string(300 + i);
+  for (int i = 1; i < 100; ++i) b += ',' + std::to_string(500 + i);
+  CliRun r = run_cli(kBin + "/lmscope-padding --model " + kTiny + " --prompt-ids " + a + " --prompt-ids " + b +
+                     " --max-new-tokens 1 --out-dir " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string svg = out + "/padding.svg", text = read_text(svg);
+  const size_t w = text.find(" width=\"");
+  ASSERT_NE(w, std::string::npos);
+  EXPECT_LE(std::stoi(text.substr(w + 8)), 1280);
+  EXPECT_EQ(text.find(">PAD<"), std::string::npos) << "no text in cells too narrow for it";
+  expect_picture(chromium_, *dir_, svg,
+                 {"Padding side: 2 prompts in one batch of 120 columns", ">110<",
+                  "120 columns: too narrow for their tokens, each drawn as a bar (blue: a real token, grey: PAD)"});
+  need_browser();
+}
+
 TEST_F(Report, CachePictureDrawsWorkBytesAndTheFault) {
   const std::string svg = dir_->file("cache.svg");
   CliRun r = run_cli(kBin + "/lmscope-cache --model " + kTiny +
