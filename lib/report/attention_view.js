@@ -13,7 +13,8 @@
 //             every token when cells of kMinCell px fit the width, else the first tokens that do)
 //   onhover(q, k)   a cell was hovered (the report prints its value)
 //   onstate(state)  the reader changed the window or the scale (the report writes it into the URL)
-// and returns {hover(q): highlights query q's row as hovering it does}.
+// and returns {hover(q): highlights query q's row as hovering it does}. Dragging over the cells
+// crops the window to the dragged rectangle.
 var lmscopeAttentionView = (function () {
   "use strict";
   var SVGNS = "http://www.w3.org/2000/svg";
@@ -156,11 +157,36 @@ var lmscopeAttentionView = (function () {
       legend(svg, left, top + gh + 14);
       // A hover anywhere on a row (its label or its cells) shows the row.
       var hot = el("rect", { x: 0, y: top, width: left + gw, height: gh, fill: "transparent" }, svg);
-      hot.addEventListener("mousemove", function (ev) {
+      // The cell under the pointer: [query, key] (key -1 over the labels).
+      function at(ev) {
         var b = hot.getBoundingClientRect(), sx = b.width / (left + gw);
         var rr = Math.min(nq - 1, Math.max(0, Math.floor((ev.clientY - b.top) / (b.height / nq))));
         var px = (ev.clientX - b.left) / sx - left;
-        hover(q0 + rr, px >= 0 ? k0 + Math.min(nk - 1, Math.floor(px / cell)) : -1);
+        return [q0 + rr, px >= 0 ? k0 + Math.min(nk - 1, Math.floor(px / cell)) : -1];
+      }
+      // Dragging over the cells draws a frame; letting go crops the window to it (as the inputs do).
+      var drag = null, frame = el("rect", { id: id + "-drag", fill: "none", stroke: "#e07000", "stroke-dasharray": "4,3",
+        visibility: "hidden", "pointer-events": "none" }, svg);
+      function framed(a, b) {
+        return { q: [Math.min(a[0], b[0]), Math.max(a[0], b[0])], k: [Math.min(a[1], b[1]), Math.max(a[1], b[1])] };
+      }
+      hot.addEventListener("mousedown", function (ev) { var p = at(ev); if (p[1] >= 0) { drag = p; ev.preventDefault(); } });
+      hot.addEventListener("mousemove", function (ev) {
+        var p = at(ev);
+        hover(p[0], p[1]);
+        if (!drag || p[1] < 0) return;
+        var w = framed(drag, p);
+        frame.setAttribute("x", left + (w.k[0] - k0) * cell); frame.setAttribute("y", top + (w.q[0] - q0) * cell);
+        frame.setAttribute("width", (w.k[1] - w.k[0] + 1) * cell); frame.setAttribute("height", (w.q[1] - w.q[0] + 1) * cell);
+        frame.setAttribute("visibility", "visible");
+      });
+      hot.addEventListener("mouseup", function (ev) {
+        var p = at(ev), from = drag;
+        drag = null;
+        if (!from || p[1] < 0 || (p[0] === from[0] && p[1] === from[1])) { frame.setAttribute("visibility", "hidden"); return; }
+        var w = framed(from, p);
+        state.q = w.q; state.k = w.k;
+        changed();
       });
       cur = { q0: q0, nq: nq, top: top, cell: cell, mark: mark, rowLabels: rowLabels, img: img };
     }

@@ -122,6 +122,26 @@ TEST_F(Report, TheUrlOpensTheHeatmapOnAWindowAndAScale) {
   // No window in the URL: every token of this short prompt.
   const std::string dom = rendered_dom(chromium_, dir_->file("profile"), "file://" + html + "#step=0&layer=1&head=1");
   EXPECT_EQ(dom_text(dom, "attn-window-note").rfind("every token: ", 0), 0u) << dom_text(dom, "attn-window-note");
+  // Dragging from cell (query 1, key 0) to (query 4, key 3) crops to those columns and writes
+  // them into the URL: mouse events dispatched by a script appended to a copy of the page.
+  std::string page = read_text(html);
+  page.insert(page.rfind("</body>"), R"(<pre id="dragged"></pre><script>
+(function () {
+  var svg = document.getElementById("attn-svg"), hot = svg.querySelector("rect[fill=transparent]");
+  var img = svg.querySelector("image").getBoundingClientRect(), n = svg.getAttribute("data-cells").split("x").map(Number);
+  function ev(type, q, k) {
+    hot.dispatchEvent(new MouseEvent(type, { bubbles: true, clientX: img.left + (k + 0.5) * img.width / n[1],
+                                             clientY: img.top + (q + 0.5) * img.height / n[0] }));
+  }
+  ev("mousedown", 1, 0); ev("mousemove", 4, 3); ev("mouseup", 4, 3);
+  document.getElementById("dragged").textContent = document.getElementById("attn-svg").getAttribute("data-cells") + " " + location.hash;
+})();
+</script>)");
+  const std::string copy = dir_->file("drag.html");
+  std::ofstream(copy, std::ios::binary) << page;
+  const std::string dragged = dom_text(rendered_dom(chromium_, dir_->file("profile"), "file://" + copy + "#step=0&layer=1&head=1"), "dragged");
+  EXPECT_EQ(dragged.rfind("4x4 #", 0), 0u) << dragged;
+  EXPECT_NE(dragged.find("qw=1-4&amp;kw=0-3"), std::string::npos) << dragged;   // the DOM escapes &
 }
 
 TEST_F(Report, SectionsWithoutTheirHooksSayWhatToTrace) {
