@@ -54,6 +54,9 @@ int main(int argc, char** argv) {
   app.add_option("--head", head, "--svg attention: the head")->capture_default_str();
   app.add_option("--step", step, "--svg attention, --summary: the step")->capture_default_str();
   app.add_option("--row", row, "--svg, --summary: the batch row")->capture_default_str();
+  std::string queries, keys;
+  app.add_option("--queries", queries, "--svg attention: crop to these query columns, FIRST-LAST (default: all)");
+  app.add_option("--keys", keys, "--svg attention: crop to these key columns, FIRST-LAST (default: all)");
   if (auto code = cli::parse(app, argc, argv, "lmscope-report")) return *code;
 
   if (out.empty() == !summary) return cli::usage_error("lmscope-report", "give -o FILE, or --summary");
@@ -89,7 +92,9 @@ int main(int argc, char** argv) {
     }
     const char* no_tokenizer = tokenizer ? "" : "; no tokenizer found: generated tokens show as #id (give --model)";
     if (!page) {
-      const std::string text = svg == "attention" ? attention_svg(data, tr, step, layer, head, row) : mask_svg(data, row);
+      const ColumnRange q = queries.empty() ? ColumnRange{} : parse_column_range(queries, "--queries");
+      const ColumnRange k = keys.empty() ? ColumnRange{} : parse_column_range(keys, "--keys");
+      const std::string text = svg == "attention" ? attention_svg(data, tr, step, layer, head, row, q, k) : mask_svg(data, row);
       write_file_atomic(out, text);
       std::printf("wrote %s (%zu bytes)%s\n", out.c_str(), text.size(), no_tokenizer);
       return 0;

@@ -1,6 +1,7 @@
 #include "experiments/padding_svg.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "report/svg.h"
@@ -33,7 +34,11 @@ std::string rect(double x, double y, double w, double h, const std::string& fill
 std::string padding_svg(const PaddingReport& r, const ModelContext& m) {
   const int B = int(r.rows.size()), P = int(r.width);
   const int left = 180, top = 96, note_w = 330;
-  const int cell_w = std::clamp((1260 - left - note_w) / std::max(P, 1), 14, 64);
+  // Cells of 14 px and more carry their token; a longer batch (more than 53 columns) keeps the
+  // picture 1280 px wide with narrower cells, down to 1 px, drawn without text.
+  const int cell_w = std::clamp((1260 - left - note_w) / std::max(P, 1), 1, 64);
+  const bool text = cell_w >= 14;
+  const int number_every = text ? 1 : 10 * int(std::ceil(30.0 / (10 * cell_w)));   // column numbers 30 px apart
   const int cell_h = 30, panel_gap = 30;
   const int panel_h = 22 + B * (cell_h + 4);
   const int n_modes = int(r.modes.size());
@@ -48,7 +53,8 @@ std::string padding_svg(const PaddingReport& r, const ModelContext& m) {
                         "Right: does the row then match the prompt run alone?", "", "font-size=\"14\" fill=\"#333\"");
   o << svg_text(left + P * cell_w / 2.0, top - 14, "column (token position in the padded batch, 0.." + std::to_string(P - 1) + ")",
                 "middle", "font-size=\"13\"");
-  for (int c = 0; c < P; ++c) o << svg_text(left + c * cell_w + cell_w / 2.0, top - 1, std::to_string(c), "middle", "font-size=\"10\" fill=\"#666\"");
+  for (int c = 0; c < P; c += number_every)
+    o << svg_text(left + c * cell_w + cell_w / 2.0, top - 1, std::to_string(c), "middle", "font-size=\"10\" fill=\"#666\"");
   for (int mi = 0; mi < n_modes; ++mi) {
     const PaddingMode mode = r.modes[size_t(mi)];
     const int y0 = top + mi * (panel_h + panel_gap) + 8;
@@ -63,6 +69,11 @@ std::string padding_svg(const PaddingReport& r, const ModelContext& m) {
         const int k = left_padded(mode) ? c - pads : c;   // index into the row's own tokens
         const bool is_pad = k < 0 || k >= real;
         const double x = left + c * cell_w;
+        const int gap = text ? 2 : 0;
+        if (!text) {
+          o << rect(x, y, cell_w - gap, cell_h, is_pad ? "#d9d9d9" : "#e8f0fa", is_pad ? "#d9d9d9" : "#e8f0fa", 0);
+          continue;
+        }
         if (is_pad) {
           o << rect(x, y, cell_w - 2, cell_h, "#d9d9d9", "#999", 1, "stroke-dasharray=\"3,2\"");
           o << svg_text(x + cell_w / 2.0 - 1, y + cell_h * 0.55, "PAD", "middle",
@@ -94,7 +105,9 @@ std::string padding_svg(const PaddingReport& r, const ModelContext& m) {
   o << rect(600, ly + 2, 28, 20, "none", "#d62728", 3) << svg_text(634, ly + 17, "column the next token is read from", "", "font-size=\"13\"");
   o << svg_text(90, ly + 46, "green: the row's tokens and activations match its solo run; red: where it first departs (step, hook, position)",
                 "", "font-size=\"13\"");
-  o << svg_text(90, ly + 68, "small digit in a cell: the padding mask (tokens.attention_mask) of that column", "", "font-size=\"12\" fill=\"#555\"");
+  o << svg_text(90, ly + 68, text ? "small digit in a cell: the padding mask (tokens.attention_mask) of that column"
+                                  : std::to_string(P) + " columns: too narrow for their tokens, each drawn as a bar (blue: a real token, grey: PAD)",
+                "", "font-size=\"12\" fill=\"#555\"");
   return svg_document(width, height, o.str());
 }
 

@@ -26,7 +26,47 @@ double widest(const std::vector<std::string>& labels, size_t chars, double font)
   return w;
 }
 
+// The label of cells first..last (a block): the first one's, shortened, and the range.
+std::string block_label(const std::vector<std::string>& labels, size_t first, size_t last) {
+  if (first == last) return labels[first];
+  return shorten(labels[first], 5) + " " + std::to_string(first) + "\u2013" + std::to_string(last);
+}
+
 }  // namespace
+
+GridPicture grid_in_blocks(const GridPicture& g, int* n_out) {
+  const size_t nr = g.row_labels.size(), nc = g.col_labels.size();
+  const size_t n = std::max({size_t(1), (nr + kMaxBlockRows - 1) / kMaxBlockRows, (nc + kMaxBlockCols - 1) / kMaxBlockCols});
+  if (n_out) *n_out = int(n);
+  if (n == 1) return g;
+  GridPicture b = g;
+  b.row_labels.clear();
+  b.col_labels.clear();
+  b.values.clear();
+  b.print_values = false;   // a block's number is not one the trace holds
+  for (size_t c = 0; c < nc; c += n) b.col_labels.push_back(block_label(g.col_labels, c, std::min(nc, c + n) - 1));
+  for (size_t r0 = 0; r0 < nr; r0 += n) {
+    const size_t r1 = std::min(nr, r0 + n);
+    b.row_labels.push_back(block_label(g.row_labels, r0, r1 - 1));
+    std::vector<double> line;
+    for (size_t c0 = 0; c0 < nc; c0 += n) {
+      const size_t c1 = std::min(nc, c0 + n);
+      double sum = 0;
+      for (size_t r = r0; r < r1; ++r)
+        for (size_t c = c0; c < c1; ++c) sum += r < g.values.size() && c < g.values[r].size() ? g.values[r][c] : 0;
+      const double cells = g.blocks == GridPicture::Blocks::Mean ? double((r1 - r0) * (c1 - c0)) : double(r1 - r0);
+      line.push_back(sum / cells);
+    }
+    b.values.push_back(line);
+  }
+  const std::string nn = std::to_string(std::min(n, nr)) + " \u00d7 " + std::to_string(std::min(n, nc));   // a decode step: 1 x n
+  b.caption = g.caption + " Each cell is a block of " + nn + " " + g.block_what + " (" + std::to_string(nr) + " \u00d7 " +
+              std::to_string(nc) + " do not fit 1280 \u00d7 720 at 8 px a cell): " +
+              (g.blocks == GridPicture::Blocks::Mean ? "the mean of its cells."
+                                                     : "the probability its query tokens put on its key tokens (summed over the keys, "
+                                                       "averaged over the queries).");
+  return b;
+}
 
 // Layout, top to bottom: title, x-axis title, column labels (rotated -60 degrees, their height
 // set by the longest), the grid, then the y-axis title when it is longer than the grid is high
@@ -34,7 +74,8 @@ double widest(const std::vector<std::string>& labels, size_t chars, double font)
 // the picture's width. Cells are as large as 1280 x 720 allow (8..40 px); a label font is
 // chosen so that neighbouring labels do not touch, and when even 8 px is too big for a cell
 // only every n-th label is written.
-std::string grid_svg(const GridPicture& g) {
+std::string grid_svg(const GridPicture& whole) {
+  const GridPicture g = grid_in_blocks(whole);
   const int nr = int(g.row_labels.size()), nc = int(g.col_labels.size());
   const double low = g.is_signed ? -1.0 : 0.0;   // the value at the colour scale's left end
   auto colour = [&](double v) { return g.is_signed ? signed_colour(v) : probability_colour(v); };
@@ -60,12 +101,16 @@ std::string grid_svg(const GridPicture& g) {
     if (next == cell && pass > 0) break;
     cell = next;
   }
+  // A grid of fewer columns than rows (lmscope-patch's 30 layers x 9 heads) gets cells wider
+  // than tall, up to 80 px, so that it fills the picture's width instead of a strip at its left.
+  const int cw = nc < nr ? std::clamp((std::max(width, 720) - 32 - left - right) / std::max(nc, 1), cell, std::max(cell, 80)) : cell;
+  width = std::max(width, left + nc * cw + right);
   const int height = top + nr * cell + bottom;
   std::ostringstream o;
   o << svg_text(16, 30, g.title, "", "font-size=\"20\" font-weight=\"bold\"");
   // The x-axis title centred over the grid, kept inside the picture.
   const double x_title_len = text_width(g.x_label, 15);
-  const double xmid = std::clamp(left + nc * cell / 2.0, 16 + x_title_len / 2, width - 16 - x_title_len / 2);
+  const double xmid = std::clamp(left + nc * cw / 2.0, 16 + x_title_len / 2, width - 16 - x_title_len / 2);
   o << svg_text(xmid, 56, g.x_label, "middle", "font-size=\"15\"");
   const double ymid = top + nr * cell / 2.0;
   if (y_title_rotated) {
@@ -75,10 +120,10 @@ std::string grid_svg(const GridPicture& g) {
   }
   // Token labels: columns rotated, rows right-aligned; every n-th when the font cannot shrink further.
   const std::string mono = "font-family=\"DejaVu Sans Mono, monospace\"";
-  const int col_every = std::max(1, int(std::ceil(font * kLineBox / (kSin60 * cell))));
+  const int col_every = std::max(1, int(std::ceil(font * kLineBox / (kSin60 * cw))));
   const int row_every = std::max(1, int(std::ceil(font * kLineBox / cell)));
   for (int c = 0; c < nc; c += col_every) {
-    const double x = left + c * cell + cell / 2.0 + font * 0.35, y = top - 6;
+    const double x = left + c * cw + cw / 2.0 + font * 0.35, y = top - 6;
     std::ostringstream a;
     a << "font-size=\"" << font << "\" " << mono << " transform=\"rotate(-60 " << x << " " << y << ")\"";
     o << svg_text(x, y, shorten(g.col_labels[size_t(c)], kColChars), "", a.str());
@@ -94,13 +139,13 @@ std::string grid_svg(const GridPicture& g) {
       const double v = size_t(r) < g.values.size() && size_t(c) < g.values[size_t(r)].size() ? g.values[size_t(r)][size_t(c)] : 0;
       char num[32];
       std::snprintf(num, sizeof num, "%.3g", v);
-      o << "<rect x=\"" << left + c * cell << "\" y=\"" << top + r * cell << "\" width=\"" << cell - 1 << "\" height=\""
+      o << "<rect x=\"" << left + c * cw << "\" y=\"" << top + r * cell << "\" width=\"" << cw - 1 << "\" height=\""
         << cell - 1 << "\" fill=\"" << colour(v) << "\"><title>"
         << xml_escape(g.row_labels[size_t(r)] + " \u2192 " + g.col_labels[size_t(c)] + ": " + num) << "</title></rect>\n";
       if (g.print_values && value_font >= 7 && std::fabs(v) >= 0.005) {
         char two[16];
         std::snprintf(two, sizeof two, "%.2f", v);
-        o << svg_text(left + c * cell + (cell - 1) / 2.0, top + r * cell + (cell - 1) / 2.0 + value_font * 0.35, two, "middle",
+        o << svg_text(left + c * cw + (cw - 1) / 2.0, top + r * cell + (cell - 1) / 2.0 + value_font * 0.35, two, "middle",
                       "font-size=\"" + std::to_string(value_font) + "\" fill=\"" + (std::fabs(v) > 0.5 ? "#fff" : "#000") + "\"");
       }
     }

@@ -58,6 +58,13 @@ const std::string& report_template() {
   return t;
 }
 
+const std::string& attention_view_script() {
+  static const std::string js =
+#include "attention_view.inc"
+      ;
+  return js;
+}
+
 std::string report_html(const nlohmann::json& data) { return report_page(data, {}, AttentionStorage::Inline, "").html; }
 
 ReportPage report_page(nlohmann::json data, const std::vector<AttentionPart>& attention, AttentionStorage storage,
@@ -86,7 +93,9 @@ ReportPage report_page(nlohmann::json data, const std::vector<AttentionPart>& at
     a["cells"][cell_key(p)].push_back(name);
     page.files.push_back({name, attention_script(id, p)});
   }
-  page.html = fill(fill(report_template(), "/*LMSCOPE_DATA*/", script_safe_json(data)), "<!--LMSCOPE_ATTENTION-->", inline_scripts);
+  // The view first: the data that follows may hold any text (escaped: script_safe_json).
+  const std::string with_view = fill(report_template(), "/*LMSCOPE_ATTENTION_VIEW*/", attention_view_script());
+  page.html = fill(fill(with_view, "/*LMSCOPE_DATA*/", script_safe_json(data)), "<!--LMSCOPE_ATTENTION-->", inline_scripts);
   return page;
 }
 

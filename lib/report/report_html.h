@@ -34,4 +34,8 @@ std::string report_html(const nlohmann::json& data);
 // The template itself (for tests that check what it contains).
 const std::string& report_template();
 
+// lib/report/attention_view.js (compiled in): the heatmap view of one head that the page draws
+// its Attention section with and lmscope.attention_view puts into a notebook's cell.
+const std::string& attention_view_script();
+
 }  // namespace lmscope

@@ -1,5 +1,6 @@
 #include "report/report_svg.h"
 
+#include <cstdio>
 #include <stdexcept>
 
 #include "report/grid_svg.h"
@@ -24,9 +25,30 @@ void check_row(const json& data, int row) {
     throw std::runtime_error("--row " + std::to_string(row) + ": the trace has " + std::to_string(data["rows"].get<int>()) + " row(s)");
 }
 
+// The range within [lo, hi] (all of it when not given), or one line naming the option.
+std::pair<int64_t, int64_t> within(ColumnRange r, int64_t lo, int64_t hi, const std::string& option) {
+  if (r.first < 0) return {lo, hi};
+  if (r.first < lo || r.last > hi)
+    throw std::runtime_error(option + " " + std::to_string(r.first) + "-" + std::to_string(r.last) + ": this step's columns are " +
+                             std::to_string(lo) + "-" + std::to_string(hi));
+  return {r.first, r.last};
+}
+
 }  // namespace
 
-std::string attention_svg(const json& data, const TraceReader& tr, int step, int layer, int head, int row) {
+ColumnRange parse_column_range(const std::string& text, const std::string& option) {
+  ColumnRange r;
+  char tail = 0;
+  long long a = -1, b = -1;
+  if (std::sscanf(text.c_str(), "%lld-%lld%c", &a, &b, &tail) != 2 || a < 0 || b < a)
+    throw std::runtime_error(option + " '" + text + "': give columns as FIRST-LAST, e.g. 0-120");
+  r.first = a;
+  r.last = b;
+  return r;
+}
+
+std::string attention_svg(const json& data, const TraceReader& tr, int step, int layer, int head, int row, ColumnRange queries,
+                          ColumnRange keys) {
   check_row(data, row);
   const json& a = data["attention"];
   if (a.contains("absent")) throw std::runtime_error(a["absent"].get<std::string>());
@@ -45,19 +67,26 @@ std::string attention_svg(const json& data, const TraceReader& tr, int step, int
             std::to_string(step) + (step == 0 ? " (prefill)" : " (decode)");
   g.x_label = "key token (column it reads from)";
   g.y_label = "query token (position reading)";
-  for (int64_t q = 0; q < T; ++q) g.row_labels.push_back(column_label(data, row, past + q));
-  for (int64_t s = 0; s < S; ++s) g.col_labels.push_back(column_label(data, row, s));
-  for (int64_t q = 0; q < T; ++q) {
+  const auto [q0, q1] = within(queries, past, past + T - 1, "--queries");   // columns
+  const auto [k0, k1] = within(keys, 0, S - 1, "--keys");
+  for (int64_t c = q0; c <= q1; ++c) g.row_labels.push_back(column_label(data, row, c));
+  for (int64_t s = k0; s <= k1; ++s) g.col_labels.push_back(column_label(data, row, s));
+  for (int64_t q = q0 - past; q <= q1 - past; ++q) {
     std::vector<double> line;
-    for (int64_t s = 0; s < S; ++s) line.push_back(p[size_t(((row * H + head) * T + q) * S + s)]);
+    for (int64_t s = k0; s <= k1; ++s) line.push_back(p[size_t(((row * H + head) * T + q) * S + s)]);
     g.values.push_back(line);
   }
+  g.blocks = GridPicture::Blocks::RowsAverageColumnsAdd;
   g.legend = "probability (softmax, each row sums to 1)";
   g.legend_stops = {{0, "0"}, {0.5, "0.5"}, {1, "1"}};
   g.print_values = true;
   // A prefill has a triangle of future keys; a decode step's one query row sees every key.
   g.caption = T > 1 ? "Row = a token looking back; column = a token it may read. White cells above the diagonal: masked (future)."
                     : "One query row: the new token reading the tokens before it and itself (no future to mask).";
+  if (q1 - q0 + 1 < T || k1 - k0 + 1 < S)
+    g.caption += " Cropped to query columns " + std::to_string(q0) + "\u2013" + std::to_string(q1) + " and key columns " +
+                 std::to_string(k0) + "\u2013" + std::to_string(k1) + " (of " + std::to_string(past) + "\u2013" +
+                 std::to_string(past + T - 1) + " and 0\u2013" + std::to_string(S - 1) + ").";
   return grid_svg(g);
 }
 

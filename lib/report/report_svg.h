@@ -8,9 +8,19 @@
 
 namespace lmscope {
 
-// The attention probabilities of one head, read from the trace (data: for the token labels).
-// Throws one line when the trace has no probabilities there (saying what to trace).
-std::string attention_svg(const nlohmann::json& data, const TraceReader& tr, int step, int layer, int head, int row);
+// Columns first..last of a heatmap's axis (inclusive); {-1, -1}: all of them.
+struct ColumnRange {
+  int64_t first = -1, last = -1;
+};
+// "A-B" (columns, inclusive) -> a range; `option` names it in the one-line error.
+ColumnRange parse_column_range(const std::string& text, const std::string& option);
+
+// The attention probabilities of one head, read from the trace (data: for the token labels),
+// cropped to the query columns `queries` and key columns `keys` when given (--queries, --keys).
+// Throws one line when the trace has no probabilities there (saying what to trace), or when a
+// range is outside the step's columns.
+std::string attention_svg(const nlohmann::json& data, const TraceReader& tr, int step, int layer, int head, int row,
+                          ColumnRange queries = {}, ColumnRange keys = {});
 
 // The combined mask of the prefill step for one row (what may attend to what).
 std::string mask_svg(const nlohmann::json& data, int row);

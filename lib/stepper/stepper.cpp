@@ -69,6 +69,22 @@ int64_t query_index(const GridData& g, const PageView& v) {
   return v.query < 0 ? g.T - 1 : std::clamp<int64_t>(v.query - (g.S - g.T), 0, g.T - 1);
 }
 
+// The shown keys' tokens whole, on one line under the grid (a page wraps it to the screen):
+// the labels above the grid are cut into two-character slices written downwards, which are
+// hard to read back. A space is ␣, as above the grid.
+std::string key_legend(const std::vector<int64_t>& cols, const std::vector<std::string>& labels) {
+  if (labels.empty()) return "";
+  std::string o = "keys:";
+  for (size_t i = 0; i < cols.size() && i < labels.size(); ++i) {
+    if (cols[i] < 0) continue;   // the gap between the sink and the window
+    std::string label;
+    for (char c : labels[i]) label += c == ' ' ? std::string("\u2423") : std::string(1, c);
+    o += "  ";
+    o += std::to_string(cols[i]) + " " + label;
+  }
+  return o + "\n";
+}
+
 // Head h's grid: up to max_rows query rows ending at the chosen one, the key window that fits
 // (the screen's width, else lim.max_cols), and a line saying what is shown when not all is.
 std::string windowed_grid(const GridData& g, int64_t h, const PageView& v, const Limits& lim, int64_t max_rows) {
@@ -93,7 +109,7 @@ std::string windowed_grid(const GridData& g, int64_t h, const PageView& v, const
     note += std::string(note.empty() ? "" : "; ") + "query rows q" + std::to_string(past + t0) + "-q" + std::to_string(past + t1) +
             " of q" + std::to_string(past) + "-q" + std::to_string(g.S - 1) + " shown";
   if (!note.empty()) note = "(" + note + (v.rows > 0 ? "; < > move the keys, r N picks a query" : "") + ")\n";
-  return note + shade_grid(grid, t1 - t0 + 1, w.cols, rows, labels);
+  return note + shade_grid(grid, t1 - t0 + 1, w.cols, rows, labels) + key_legend(w.cols, labels);
 }
 
 // draw(max_rows): on a screen, the most query rows for which the page fits its height (the
@@ -118,7 +134,7 @@ std::string draw_attention(const GridData& g, const PageView& v, const Limits& l
   return fit_rows(v, g.T, lim, [&](int64_t rows) {
     std::ostringstream o;
     o << "softmax(q.k / sqrt(hd) + mask) per head, row " << g.b << ": query rows x key columns (each column's token "
-      << "written downwards, then its position); shades: ' ' < 0.02 <= ░ < 0.1 <= ▒ < 0.3 <= ▓ < 0.6 <= █; ·· masked\n";
+      << "written downwards, then its position; under the grid, each key's token whole); shades: ' ' < 0.02 <= ░ < 0.1 <= ▒ < 0.3 <= ▓ < 0.6 <= █; ·· masked\n";
     for (int64_t h = h0; h < h1; ++h) {
       // The chosen query's strongest keys.
       const float* row = g.values.data() + (h * g.T + t) * g.S;
@@ -300,6 +316,15 @@ void Stepper::finish() {
   std::fflush(opt_.out);
 }
 
+// A page that lists a step's T tokens one per line shows the last max_rows of them: when that
+// leaves some out, a line says which columns (first_column: the step's first) are above.
+std::string Stepper::earlier_columns(int64_t first_column, int64_t T) const {
+  const int64_t hidden = T - opt_.max_rows;
+  if (hidden <= 0) return "";
+  return "        (columns " + std::to_string(first_column) + ".." + std::to_string(first_column + hidden - 1) +
+         " are not shown: the last " + std::to_string(opt_.max_rows) + " of this step's " + std::to_string(T) + " tokens follow)\n";
+}
+
 std::string Stepper::page_inputs() const {
   std::ostringstream o;
   const HookData *ids = get("tokens.input_ids"), *am = get("tokens.attention_mask"), *pos = get("tokens.position_ids"),
@@ -311,6 +336,7 @@ std::string Stepper::page_inputs() const {
     const int64_t S = am ? am->shape[1] : T;
     for (int64_t b = 0; b < B; ++b) {
       o << "row " << b << ":   col  id      token              mask  position\n";
+      o << earlier_columns(S - T, T);
       for (int64_t t = std::max<int64_t>(0, T - opt_.max_rows); t < T; ++t) {
         const int32_t id = int32_t(ids->values[size_t(b * T + t)]);
         const int m = am ? int(am->values[size_t(b * S + S - T + t)]) : 1;
@@ -383,6 +409,7 @@ std::string Stepper::page_embed() const {
   const int64_t B = e->shape[0], T = e->shape[1], D = e->shape[2];
   const int64_t b = std::clamp<int64_t>(opt_.row, 0, B - 1);
   o << "each token id picks one row of the embedding table (" << cfg_.vocab_size << " x " << D << "); row " << b << ":\n";
+  o << earlier_columns(info_.S - T, T);
   for (int64_t t = std::max<int64_t>(0, T - opt_.max_rows); t < T; ++t) {
     const double* v = e->values.data() + (b * T + t) * D;
     const int32_t id = int32_t(ids->values[size_t(b * T + t)]);

@@ -103,6 +103,7 @@ class Stepper : public TraceSink {
   std::string tok(int32_t id) const;
   std::vector<std::string> key_labels(int64_t b, int64_t c0, int64_t S) const;
   std::string page_inputs() const;
+  std::string earlier_columns(int64_t first_column, int64_t T) const;   // "(columns 0..12 are not shown ...)"
   void inputs_page_once();
   std::string page_embed() const;
   std::string page_rope(int layer) const;

@@ -30,6 +30,7 @@ from lmscope_trace import Trace  # noqa: F401,E402  (the trace reader, re-export
 
 from . import names as _names  # noqa: E402
 from .interventions import Add, Intervention, Mean, Patch, Scale, Zero  # noqa: F401
+from .attention_view import AttentionView, attention_view  # noqa: F401
 from .activation_dataset import ActivationDataset  # noqa: F401
 from .collection import collect  # noqa: F401
 from .attribution import (Attribution, Decomposition, attribution_hooks, decompose,  # noqa: F401

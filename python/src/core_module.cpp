@@ -21,6 +21,7 @@
 #include "intervene/spec.h"
 #include "io/text_file.h"
 #include "model/weights.h"
+#include "report/report_html.h"
 #include "python/src/array_sink.h"
 #include "python/src/memory_sources.h"
 #include "python/src/python_hooks.h"
@@ -355,6 +356,9 @@ PYBIND11_MODULE(_core, mod) {
       .def("run_grads", &Engine::run_grads)
       .def("weight_names", &Engine::weight_names)
       .def("weight", &Engine::weight);
+
+  // lib/report/attention_view.js, the report's heatmap view, for lmscope.attention_view's cell output.
+  mod.def("attention_view_script", [] { return lmscope::attention_view_script(); });
 
   // The project's one atomic writer (io/text_file.h) for files Python builds in memory (the
   // shards of lmscope.collect): the path holds either all of `content` or what it held before.

@@ -195,9 +195,76 @@ def test_notebook_runs_and_prints_what_it_says(path):
     start = time.monotonic()
     execute(nb, _name(path))
     print("%s: executed in %.1f s" % (_name(path), time.monotonic() - start))
-    bad = expect_failures(nb, _name(path))
+    bad = expect_failures(nb, _name(path)) + attention_view_failures(nb, _name(path))
     if bad:
         pytest.fail("\n".join(bad), pytrace=False)
+
+
+# Appended to a page holding one cell's HTML output: measures the attention view as drawn and
+# hovers a row, then writes what it saw into #measured (read back from Chromium's DOM).
+_MEASURE = """<pre id="measured"></pre><script>
+(function poll() {
+  var svg = document.querySelector(".lav-svg"), hot = svg && svg.querySelector("rect[fill=transparent]");
+  if (!hot) { setTimeout(poll, 100); return; }
+  var id = svg.id.replace(/-svg$/, ""), cells = svg.getAttribute("data-cells").split("x").map(Number);
+  var img = svg.querySelector("image").getBoundingClientRect(), hb = hot.getBoundingClientRect();
+  var out = { rows: cells[0], cols: cells[1], cell_w: img.width / cells[1], cell_h: img.height / cells[0], hovers: [] };
+  [25, 30].forEach(function (row) {
+    var y = hb.top + (row + 0.5) * hb.height / cells[0];
+    hot.dispatchEvent(new MouseEvent("mousemove", { clientX: img.left + 1, clientY: y, bubbles: true }));
+    var mark = document.getElementById(id + "-rowmark").getBoundingClientRect();
+    var box = document.getElementById(id + "-hover");
+    out.hovers.push({ row: row, query: box.getAttribute("data-query"), top_key: box.getAttribute("data-top-key"),
+                      mark_centre: (mark.top + mark.bottom) / 2, y: y });
+  });
+  document.getElementById("measured").textContent = JSON.stringify(out);
+})();
+</script>"""
+
+
+def attention_view_failures(nb, name):
+    """Each lmscope.attention_view output of an executed notebook, opened in headless Chromium
+    (Debian's chromium, as the report's tests use it): it draws (a heatmap of the cell's shape,
+    cells of at least 3 px) with no script error, and hovering two rows moves the frame and the
+    top keys to each (the view of lib/report/attention_view.js, docs/report.md)."""
+    import shutil
+    import subprocess
+    html = [o["data"]["text/html"] for c in nb.cells if c["cell_type"] == "code" for o in c.get("outputs", [])
+            if "lmscope-attention-view" in "".join(o.get("data", {}).get("text/html", ""))]
+    bad = []
+    browser = os.environ.get("LMSCOPE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if html and not browser:
+        return ["%s: no headless Chromium to open its attention view (scripts/setup.sh installs chromium)" % name]
+    for i, fragment in enumerate(html):
+        with tempfile.TemporaryDirectory() as tmp:
+            page = os.path.join(tmp, "view.html")
+            with open(page, "w", encoding="utf-8") as f:
+                f.write("<!DOCTYPE html><html><head><meta charset=\"utf-8\"></head><body>"
+                        "<pre id=\"errors\"></pre><script>window.onerror = function (m) { "
+                        "document.getElementById('errors').textContent += m; };</script>%s%s</body></html>"
+                        % ("".join(fragment), _MEASURE))
+            r = subprocess.run([browser, "--headless", "--disable-gpu", "--no-sandbox", "--user-data-dir=" + tmp,
+                                "--virtual-time-budget=5000", "--window-size=1000,900", "--dump-dom", "file://" + page],
+                               capture_output=True, text=True, timeout=120)
+            errors = re.search(r'<pre id="errors">(.*?)</pre>', r.stdout, re.S)
+            measured = re.search(r'<pre id="measured">(.*?)</pre>', r.stdout, re.S)
+            if r.returncode or not measured or not measured.group(1) or (errors and errors.group(1)):
+                bad.append("%s: attention view %d did not draw (rc %d, errors %r): %s" % (
+                    name, i, r.returncode, errors and errors.group(1), r.stderr[-500:]))
+                continue
+            m = json.loads(measured.group(1).replace("&quot;", '"'))
+            if m["cell_w"] < 3 or m["cell_h"] < 3:
+                bad.append("%s: attention view %d has cells of %.1f x %.1f px" % (name, i, m["cell_w"], m["cell_h"]))
+            for h in m["hovers"]:
+                if h["query"] != str(h["row"]) or abs(h["mark_centre"] - h["y"]) > 2:
+                    bad.append("%s: attention view %d, hovering row %d framed/named another: %r" % (name, i, h["row"], h))
+            if name.endswith("16-induction-heads.ipynb"):
+                # The induction stripe: a second-copy query's top key is 19 columns back.
+                for h in m["hovers"]:
+                    if h["top_key"] != str(h["row"] - 19):
+                        bad.append("%s: hovering query %d names top key %s, not %d (the stripe)" % (
+                            name, h["row"], h["top_key"], h["row"] - 19))
+    return bad
 
 
 def test_the_checks_can_fail():

@@ -39,6 +39,12 @@ inline CliRun dump_dom(const std::string& chromium, const std::string& profile, 
   return run_cli(chromium_command(chromium, profile) + " --dump-dom '" + url + "'");
 }
 
+// The DOM after the page's scripts ran in a window of width x height CSS px (what a projector shows).
+inline CliRun dump_dom_at(const std::string& chromium, const std::string& profile, const std::string& url, int width, int height) {
+  return run_cli(chromium_command(chromium, profile) + " --window-size=" + std::to_string(width) + "," + std::to_string(height) +
+                 " --dump-dom '" + url + "'");
+}
+
 inline CliRun screenshot(const std::string& chromium, const std::string& profile, const std::string& url,
                          const std::string& png, int width, int height) {
   return run_cli(chromium_command(chromium, profile) + " --window-size=" + std::to_string(width) + "," +

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "io/page_folder.h"
 #include "report/attention_store.h"
@@ -53,6 +54,8 @@ class ReportFiles : public ::testing::Test {
     EXPECT_EQ(r.code, 0) << r.err;
     return html;
   }
+  void projector_screen(const std::string& html);
+  void svgs_within_their_size(const std::string& trace);
   static std::string render(const std::string& html, const std::string& fragment) {
     return rendered_dom(chromium_, dir_->file("profile"), "file://" + html + fragment);
   }
@@ -260,15 +263,17 @@ TEST_F(ReportFiles, SmolLM2ChatPromptOf431TokensReachesEveryLayer) {
   ASSERT_GE(q0, 0);
   const std::string dom = render(html, cell_fragment(0, 0, 29, head, q0, k0));
   expect_heatmap_cell(dom, p0, 29, head, q0, k0, 0);
-  EXPECT_NE(dom.find("data-cells=\"431x431\""), std::string::npos) << "the prefill's heatmap: one bitmap of 431 x 431 cells";
+  // The window of every token (the default window of a narrow screen is fewer: ProjectorScreen).
+  const std::string whole = render(html, cell_fragment(0, 0, 29, head, q0, k0) + "&qw=0-430&kw=0-430");
+  EXPECT_NE(whole.find("data-cells=\"431x431\""), std::string::npos) << "the prefill's heatmap: one bitmap of 431 x 431 cells";
   // Every picture fits a 1280 px page: the heatmap, the masks and the 1 x 431 padding strip
   // (bitmaps of 1-2 px columns), not one 6 px SVG cell per column (2,716 px for the strip).
   size_t svgs = 0;
-  for (size_t at = dom.find("<svg"); at != std::string::npos; at = dom.find("<svg", at + 1)) {
-    const size_t end = dom.find('>', at), w = dom.find(" width=\"", at);
+  for (size_t at = whole.find("<svg"); at != std::string::npos; at = whole.find("<svg", at + 1)) {
+    const size_t end = whole.find('>', at), w = whole.find(" width=\"", at);
     if (w == std::string::npos || w > end) continue;
     ++svgs;
-    EXPECT_LE(std::stoi(dom.substr(w + 8)), 1280) << dom.substr(at, std::min<size_t>(end - at, 160));
+    EXPECT_LE(std::stoi(whole.substr(w + 8)), 1280) << whole.substr(at, std::min<size_t>(end - at, 160));
   }
   EXPECT_GE(svgs, size_t(3)) << "the heatmap, the overview and the masks";
   const std::string png = dir_->file("long/report.png");
@@ -276,4 +281,71 @@ TEST_F(ReportFiles, SmolLM2ChatPromptOf431TokensReachesEveryLayer) {
   PngStats st = png_stats(png);
   ASSERT_TRUE(st.ok) << st.error;
   EXPECT_GT(st.non_white, 0.05);
+  projector_screen(html);
+  svgs_within_their_size(trace);
+}
+
+// On a projector (1280 x 720 CSS px), the 431-token page's first screen holds the run summary
+// and the heatmap, whose cells are at least 3 px (the view opens on the first tokens that fit
+// the width: docs/report.md); hovering a row frames it and names its query's top key. Measured
+// in the DOM by a script appended to a copy of the page (its layout, not what the page says).
+void ReportFiles::projector_screen(const std::string& html) {
+  const std::string copy = fs::path(html).parent_path().string() + "/projector.html";   // beside report.html.d
+  std::string page = read_text(html);
+  const size_t end = page.rfind("</body>");
+  ASSERT_NE(end, std::string::npos);
+  page.insert(end, R"(<pre id="measured"></pre><script>
+(function poll() {
+  var img = document.querySelector("#attn-svg image"), hot = document.querySelector("#attn-svg rect[fill=transparent]");
+  if (!img || !hot) { setTimeout(poll, 100); return; }
+  var head = document.getElementById("sec-header").getBoundingClientRect(), ib = img.getBoundingClientRect();
+  var cells = document.getElementById("attn-svg").getAttribute("data-cells").split("x").map(Number);
+  var hb = hot.getBoundingClientRect(), row = 20, y = hb.top + (row + 0.5) * hb.height / cells[0];
+  hot.dispatchEvent(new MouseEvent("mousemove", { clientX: ib.left + 2, clientY: y, bubbles: true }));
+  var mark = document.getElementById("attn-rowmark").getBoundingClientRect();
+  document.getElementById("measured").textContent = [head.bottom, ib.top, ib.right, ib.width / cells[1], ib.height / cells[0],
+    document.getElementById("attn-hover").getAttribute("data-query"), Math.abs((mark.top + mark.bottom) / 2 - y),
+    document.getElementById("attn-rowmark").getAttribute("visibility")].join(" ");
+})();
+</script>)");
+  std::ofstream(copy, std::ios::binary) << page;
+  CliRun dom = dump_dom_at(chromium_, dir_->file("profile"), "file://" + copy + "#step=0&layer=29&head=0", 1280, 720);
+  ASSERT_EQ(dom.code, 0) << dom.err;
+  EXPECT_EQ(dom_text(dom.out, "script-errors"), "");
+  std::istringstream m(dom_text(dom.out, "measured"));
+  double header_bottom = 0, top = 0, right = 0, cell_w = 0, cell_h = 0, mark_off = 99;
+  std::string query, visibility;
+  ASSERT_TRUE(m >> header_bottom >> top >> right >> cell_w >> cell_h >> query >> mark_off >> visibility) << dom_text(dom.out, "measured");
+  EXPECT_LT(header_bottom, 720) << "the run summary on the first screen";
+  EXPECT_LT(top, 720 - 150) << "at least 150 px of the heatmap on the first screen";
+  EXPECT_LE(right, 1280) << "the heatmap within the screen's width";
+  EXPECT_GT(right, 1280 * 0.85) << "the heatmap grows to the screen's width";
+  EXPECT_GE(cell_w, 3);
+  EXPECT_GE(cell_h, 3);
+  EXPECT_EQ(query, "20") << "hovering row 20 names its query";
+  EXPECT_LT(mark_off, 2) << "the frame sits on the hovered row";
+  EXPECT_EQ(visibility, "visible");
+}
+
+// Every picture of the 431-token trace stays within what docs/report.md states for --svg:
+// 1280 x 720 px and 512 KiB (blocks of cells, or a crop).
+void ReportFiles::svgs_within_their_size(const std::string& trace) {
+  struct Picture { std::string args, name; };
+  for (const Picture& p : {Picture{"--svg attention --layer 29 --head 0", "attn.svg"},
+                           Picture{"--svg attention --layer 29 --head 0 --step 7", "attn-decode.svg"},
+                           Picture{"--svg attention --layer 29 --head 0 --queries 300-430 --keys 0-199", "attn-crop.svg"},
+                           Picture{"--svg mask", "mask.svg"}}) {
+    const std::string svg = dir_->file("long/" + p.name);
+    CliRun r = report(trace + " " + p.args + " -o " + svg);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string text = read_text(svg);
+    EXPECT_LE(text.size(), 512u << 10) << p.name;
+    const size_t w = text.find(" width=\""), h = text.find(" height=\"");
+    ASSERT_NE(w, std::string::npos);
+    EXPECT_LE(std::stoi(text.substr(w + 8)), 1280) << p.name;
+    EXPECT_LE(std::stoi(text.substr(h + 9)), 720) << p.name;
+  }
+  EXPECT_NE(read_text(dir_->file("long/attn.svg")).find("Each cell is a block of 9 \u00d7 9 tokens"), std::string::npos);
+  EXPECT_NE(read_text(dir_->file("long/attn-crop.svg")).find("Cropped to query columns 300\u2013430 and key columns 0\u2013199"),
+            std::string::npos);
 }

@@ -105,6 +105,45 @@ TEST_F(Report, PageRendersWithoutErrorsAndTheHeatmapShowsTheTracesValue) {
   EXPECT_GT(st.colours, 50u);
 }
 
+// The attention view's window and colour scale from the URL (docs/report.md, "The attention
+// view"): the heatmap draws those query and key columns only, says so, and has that scale chosen.
+TEST_F(Report, TheUrlOpensTheHeatmapOnAWindowAndAScale) {
+  ASSERT_TRUE(full_);
+  need_browser();
+  const std::string html = dir_->file("window.html");
+  ASSERT_EQ(report(dir_->file("full.h5") + " -o " + html).code, 0);
+  for (const char* scale : {"rank", "log"}) {
+    const std::string dom = rendered_dom(chromium_, dir_->file("profile"),
+                                         "file://" + html + "#step=0&layer=1&head=1&qw=2-5&kw=0-3&scale=" + scale);
+    EXPECT_EQ(dom_attr(dom, "attn-svg", "data-cells"), "4x4") << scale;
+    EXPECT_EQ(dom_text(dom, "attn-window-note").rfind("window: query columns 2\u20135 of 0\u2013", 0), 0u) << dom_text(dom, "attn-window-note");
+    EXPECT_NE(dom.find("<option value=\"" + std::string(scale) + "\" selected=\"selected\">"), std::string::npos) << scale;
+  }
+  // No window in the URL: every token of this short prompt.
+  const std::string dom = rendered_dom(chromium_, dir_->file("profile"), "file://" + html + "#step=0&layer=1&head=1");
+  EXPECT_EQ(dom_text(dom, "attn-window-note").rfind("every token: ", 0), 0u) << dom_text(dom, "attn-window-note");
+  // Dragging from cell (query 1, key 0) to (query 4, key 3) crops to those columns and writes
+  // them into the URL: mouse events dispatched by a script appended to a copy of the page.
+  std::string page = read_text(html);
+  page.insert(page.rfind("</body>"), R"(<pre id="dragged"></pre><script>
+(function () {
+  var svg = document.getElementById("attn-svg"), hot = svg.querySelector("rect[fill=transparent]");
+  var img = svg.querySelector("image").getBoundingClientRect(), n = svg.getAttribute("data-cells").split("x").map(Number);
+  function ev(type, q, k) {
+    hot.dispatchEvent(new MouseEvent(type, { bubbles: true, clientX: img.left + (k + 0.5) * img.width / n[1],
+                                             clientY: img.top + (q + 0.5) * img.height / n[0] }));
+  }
+  ev("mousedown", 1, 0); ev("mousemove", 4, 3); ev("mouseup", 4, 3);
+  document.getElementById("dragged").textContent = document.getElementById("attn-svg").getAttribute("data-cells") + " " + location.hash;
+})();
+</script>)");
+  const std::string copy = dir_->file("drag.html");
+  std::ofstream(copy, std::ios::binary) << page;
+  const std::string dragged = dom_text(rendered_dom(chromium_, dir_->file("profile"), "file://" + copy + "#step=0&layer=1&head=1"), "dragged");
+  EXPECT_EQ(dragged.rfind("4x4 #", 0), 0u) << dragged;
+  EXPECT_NE(dragged.find("qw=1-4&amp;kw=0-3"), std::string::npos) << dragged;   // the DOM escapes &
+}
+
 TEST_F(Report, SectionsWithoutTheirHooksSayWhatToTrace) {
   ASSERT_TRUE(partial_);
   need_browser();
@@ -234,6 +273,27 @@ TEST_F(Report, PaddingPictureDrawsTheBatchTheMaskAndTheReadColumn) {
                  {"Padding side: 2 prompts in one batch of 8 columns", "left_colpos", "right_hf", "right_aware",
                   "column (token position in the padded batch, 0..7)", "column the next token is read from",
                   "PAD (mask 0: nobody attends to it)", "matches solo", "departs"});
+  need_browser();
+}
+
+// A batch of 120 columns (the tiny model's limit is 128 positions): the picture stays 1280 px
+// wide (docs/experiments.md), its cells bars without text, column numbers every 10th.
+TEST_F(Report, PaddingPictureOfALongBatchStaysWithinItsWidth) {
+  const std::string out = dir_->file("padding-long");
+  std::string a = "42", b = "43";
+  for (int i = 1; i < 120; ++i) a += ',' + std::to_string(300 + i);
+  for (int i = 1; i < 100; ++i) b += ',' + std::to_string(500 + i);
+  CliRun r = run_cli(kBin + "/lmscope-padding --model " + kTiny + " --prompt-ids " + a + " --prompt-ids " + b +
+                     " --max-new-tokens 1 --out-dir " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string svg = out + "/padding.svg", text = read_text(svg);
+  const size_t w = text.find(" width=\"");
+  ASSERT_NE(w, std::string::npos);
+  EXPECT_LE(std::stoi(text.substr(w + 8)), 1280);
+  EXPECT_EQ(text.find(">PAD<"), std::string::npos) << "no text in cells too narrow for it";
+  expect_picture(chromium_, *dir_, svg,
+                 {"Padding side: 2 prompts in one batch of 120 columns", ">110<",
+                  "120 columns: too narrow for their tokens, each drawn as a bar (blue: a real token, grey: PAD)"});
   need_browser();
 }
 

@@ -164,6 +164,27 @@ TEST_F(SvgLayout, PicturesAtTheShapesOfARealModel) {
     g.caption = "Row = a token looking back; column = a token it may read.";
     add(problems("grid" + std::to_string(rows) + ".svg", grid_svg(g)));
   }
+  // A 431-token prefill's attention, drawn in blocks of 9 x 9 tokens (their labels: a piece and a
+  // column range, "<|im_… 0–8"), and a 1 x 438 decode row in blocks of 1 x 4.
+  for (int rows : {431, 1}) {
+    GridPicture g;
+    g.title = "Attention probabilities: layer 29, head 0, step 0 (prefill)";
+    g.x_label = "key token (column it reads from)";
+    g.y_label = "query token (position reading)";
+    g.blocks = GridPicture::Blocks::RowsAverageColumnsAdd;
+    const int cols = rows == 1 ? 438 : 431;
+    for (int s = 0; s < cols; ++s) g.col_labels.push_back(s % 3 ? "\u0120capital" : "<|im_start|>");
+    for (int q = 0; q < rows; ++q) g.row_labels.push_back(g.col_labels[size_t(cols - rows + q)]);
+    for (int q = 0; q < rows; ++q) g.values.push_back(std::vector<double>(size_t(cols), 1.0 / cols));
+    g.legend = "probability (softmax, each row sums to 1)";
+    g.legend_stops = {{0, "0"}, {0.5, "0.5"}, {1, "1"}};
+    g.caption = "Row = a token looking back; column = a token it may read.";
+    const std::string svg = grid_svg(g), name = "blocks" + std::to_string(rows) + ".svg";
+    LayoutResult r = check_svg_layout(chromium_, *dir_, name, svg);
+    EXPECT_LE(r.width, 1280) << name;
+    EXPECT_LE(r.height, 720) << name;
+    add(problems(name, svg));
+  }
   // The padding divergence picture of a 30-layer model, four prompts.
   std::vector<std::string> cols = {"embed"};
   for (int l = 0; l < 30; ++l) cols.push_back("L" + std::to_string(l));

@@ -152,6 +152,38 @@ TEST(Step, TheInputsPageComesWithoutEmbed) {
   EXPECT_NE(s.find("(pad: masked as a key)"), std::string::npos) << s;
 }
 
+TEST(Step, ALongPromptsTokenPagesSayWhichColumnsAreAbove) {
+  // 30 prompt tokens: the inputs and embeddings pages list the last 24 (columns 6..29) and say
+  // that columns 0..5 are not shown, instead of opening mid-way without a word.
+  TempDir dir;
+  const std::string out = dir.file("out.txt");
+  std::string ids = "42";
+  for (int i = 1; i < 30; ++i) ids += ',' + std::to_string(300 + i);
+  int rc = std::system((kTrace + " --model " + kTiny + " --prompt-ids " + ids + " --max-new-tokens 1 --step --hooks 'tokens.*,embed'" +
+                        " < /dev/null > '" + out + "' 2>/dev/null").c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 0);
+  const std::string s = read_text(out), note = "(columns 0..5 are not shown: the last 24 of this step's 30 tokens follow)";
+  const size_t inputs = s.find("tokens, positions and masks"), embed = s.find("embedding table");
+  ASSERT_NE(inputs, std::string::npos) << s;
+  ASSERT_NE(embed, std::string::npos) << s;
+  EXPECT_NE(s.find(note, inputs), std::string::npos) << s;
+  EXPECT_NE(s.find(note, embed), std::string::npos) << s;
+  EXPECT_NE(s.find("\n           6  306", inputs), std::string::npos) << "the first column listed is 6: " << s;
+}
+
+TEST(Step, TheKeysTokensAreListedWholeUnderTheGrid) {
+  // Above the grid " world" is three slices written downwards (␣w, or, ld); under it, whole.
+  TempDir dir;
+  const std::string out = dir.file("out.txt");
+  int rc = std::system((kTrace + " --model " + kTiny + " --prompt-ids 42,308,333,746,3 --max-new-tokens 1 --step" +
+                        " --hooks 'tokens.*,mask.*,layers.0.attn.*' < /dev/null > '" + out + "' 2>/dev/null").c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 0);
+  const std::string s = read_text(out);
+  EXPECT_NE(s.find("q4 |      \u2588\u2588  |\nkeys:  0 H  1 el  2 lo  3 \u2423world  4 !\n"), std::string::npos) << s;
+}
+
 TEST(Step, InATerminalEnterAdvancesNSkipsALayerAndQQuits) {
   ASSERT_TRUE(std::filesystem::exists(kTrace));
   TempDir dir;
