@@ -8,6 +8,12 @@
 #
 #   scripts/bench-peers.sh [--avx2] [--model FILE.gguf] [ROUNDS]   (default: SmolLM2-135M-Instruct Q4_1, 3 rounds)
 #   THREADS="1 2" TESTS="pp128 pp512 pp2048 tg128" scripts/bench-peers.sh
+#   BEFORE=../main/build scripts/bench-peers.sh      also another build's lmscope-bench, before/after
+#
+# BEFORE=DIR: a second build's DIR/lmscope-bench (another checkout's: the code before a change)
+# runs in every round right after ours, on the same tests; its table (ratios to the same
+# llama.cpp runs) follows ours. NO_BUILD=1: build/lmscope-bench as it is, without
+# scripts/build.sh (a build dir that holds only the targets one works on).
 #
 # --avx2: every engine on its AVX2 code, whatever the processor has: lmscope with
 # LMSCOPE_CPU_KERNEL=avx2 (and OpenBLAS with OPENBLAS_CORETYPE=Haswell, PyTorch with
@@ -39,9 +45,14 @@ threads=${THREADS:-1 2}
 tests=${TESTS:-pp128 pp512 pp2048 tg128}
 py=${LMSCOPE_PY:-$HOME/.cache/lmscope/golden-venv/bin/python}
 out=build/bench-peers
+before=${BEFORE:-}
 
 fail() { echo "bench-peers: $*" >&2; exit 1; }
-scripts/build.sh >/dev/null || fail "the build failed (run scripts/build.sh to see why)"
+if [ "${NO_BUILD:-0}" != 1 ]; then
+  scripts/build.sh >/dev/null || fail "the build failed (run scripts/build.sh to see why)"
+fi
+[ -x build/lmscope-bench ] || fail "build/lmscope-bench is not built"
+[ -z "$before" ] || [ -x "$before/lmscope-bench" ] || fail "BEFORE=$before: no lmscope-bench there"
 if [ "$model" = "$default_model" ]; then
   scripts/fetch-model.sh >/dev/null || fail "cannot fetch $model (scripts/fetch-model.sh)"
 fi
@@ -59,6 +70,7 @@ hf=0
 if [ "$model" != "$default_model" ]; then echo "bench-peers: HF runs SmolLM2's shapes only: skipped for $model"
 elif "$py" -c "import torch, transformers" 2>/dev/null; then hf=1; else echo "bench-peers: no torch at $py: HF skipped"; fi
 rm -rf "$out" && mkdir -p "$out"
+[ -z "$before" ] || mkdir -p "$out/before"
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p)
 code="native code"
 if [ $avx2 = 1 ]; then code="AVX2 code only (LMSCOPE_CPU_KERNEL=avx2, llama.cpp without AVX-512)"; fi
@@ -81,12 +93,16 @@ for r in $(seq 1 "$rounds"); do
       for mode in f32 q8; do
         OMP_NUM_THREADS=$t build/lmscope-bench --model "$model" --prompt-len "$plen" --decode "$ndec" --repeats 1 \
           --configs none --loop forward --cpu-activations $mode --json "$out/lmscope-$mode-$test-t$t-r$r.json" >/dev/null
+        [ -z "$before" ] || OMP_NUM_THREADS=$t "$before/lmscope-bench" --model "$model" --prompt-len "$plen" \
+          --decode "$ndec" --repeats 1 --configs none --loop forward --cpu-activations $mode \
+          --json "$out/before/lmscope-$mode-$test-t$t-r$r.json" >/dev/null
       done
       case $test in
         pp*) llama_args=(-p "$plen" -n 0) ;;
         tg*) llama_args=(-p 0 -n "$ndec") ;;
       esac
       "$llama_bench" -m "$model" "${llama_args[@]}" -t "$t" -r 1 -o json >"$out/llama-$test-t$t-r$r.json" 2>/dev/null
+      [ -z "$before" ] || cp "$out/llama-$test-t$t-r$r.json" "$out/before/"
       if [ $hf = 1 ] && { [ "$test" = pp128 ] || [ "$test" = tg128 ]; }; then
         "$py" scripts/bench_hf.py --model smollm2 --prompt-len "$plen" --decode "$ndec" --repeats 1 --threads "$t" \
           >"$out/hf-$test-t$t-r$r.json"
@@ -96,3 +112,7 @@ for r in $(seq 1 "$rounds"); do
 done
 
 python3 scripts/bench_peers_table.py "$out" | tee "$out/table.md"
+if [ -n "$before" ]; then
+  echo; echo "before: $before/lmscope-bench, in the same rounds (the llama.cpp columns are the same runs)"
+  python3 scripts/bench_peers_table.py "$out/before" | tee "$out/before/table.md"
+fi

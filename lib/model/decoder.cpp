@@ -85,6 +85,7 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
 
   // What this architecture does not compute: a request for it ("*") lacks nothing.
   if (trace && !cfg_.qk_norm) trace->set_not_in_model({Hook::AttnQNorm, Hook::AttnKNorm});
+  if (trace) trace->set_backend_activations(be.activations());   // which quant.* it computes
 
   hook(Hook::TokensInputIds, -1, in.input_ids);
   hook(Hook::TokensAttentionMask, -1, in.attention_mask);

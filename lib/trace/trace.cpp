@@ -49,24 +49,32 @@ void Trace::offer(Hook h, int layer, const Tensor& t) {
   }
 }
 
+// Which requested hooks count as missing when they never fired. Not those the model does not
+// compute (set_not_in_model), nor two families of quant.*:
+//  * quant.*.scale / .saturated are lmscope-quant's QuantBackend's, offered for each of a
+//    layer's seven linears whenever its scheme quantizes, whatever the weight: none of them can
+//    be missing under a scheme, and without one none is computed;
+//  * quant.*.q8 / .q8_scale only where the backend quantizes activations (--cpu-activations
+//    q8). There a requested one that never fired is reported: its matmul multiplied float32
+//    activations (a weight held as float32 or bf16, a block type the q8 path does not hold).
+bool Trace::counts_if_never_fired(Hook h) const {
+  if (not_in_model_[int(h)]) return false;
+  if (int(h) < int(Hook::QuantQProjScale)) return true;
+  if (int(h) < int(Hook::QuantAttnNormQ8)) return false;   // the scale family
+  return quantizing_backend_;
+}
+
 std::vector<std::string> Trace::never_fired() const {
   std::vector<std::string> out;
   for (const HookInfo& info : all_hooks()) {
     const auto& row = fired_[int(info.id)];
-    auto fired = [&](int layer) { return int(row.size()) > layer + 1 && row[layer + 1]; };
-    if (!info.per_layer) {
-      // quant.* fire only under a backend or scheme that quantizes activations (below).
-      if (int(info.id) >= int(Hook::QuantQProjScale) || not_in_model_[int(info.id)]) continue;
-      if (hooks_.enabled(info.id, -1) && !fired(-1)) out.push_back(info.pattern);
-      continue;
-    }
+    if (info.per_layer || !counts_if_never_fired(info.id)) continue;
+    const bool fired = row.size() > 0 && row[0];   // a global hook's slot: layer -1
+    if (hooks_.enabled(info.id, -1) && !fired) out.push_back(info.pattern);
   }
   for (const std::string& name : hooks_.enabled_names()) {
     auto p = parse_hook_name(name);
-    if (!p || p->layer < 0) continue;
-    // quant.* fire only under lmscope-quant's activation schemes or --cpu-activations q8; a
-    // plain run lacks nothing.
-    if (int(p->id) >= int(Hook::QuantQProjScale) || not_in_model_[int(p->id)]) continue;
+    if (!p || p->layer < 0 || !counts_if_never_fired(p->id)) continue;
     const auto& row = fired_[int(p->id)];
     if (!(int(row.size()) > p->layer + 1 && row[p->layer + 1])) out.push_back(name);
   }

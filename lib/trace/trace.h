@@ -56,7 +56,12 @@ class Trace {
   // Decoder says so from its config at each forward.
   void set_not_in_model(const std::vector<Hook>& hooks);
 
-  // Requested hooks that never fired in any step ("kv.0.k" under --no-cache, ...).
+  // The backend's activations() ("f32", or "q8" under --cpu-activations q8): the quant.*.q8 /
+  // .q8_scale hooks are computed only where it is not "f32". The Decoder says so at each forward.
+  void set_backend_activations(const std::string& activations) { quantizing_backend_ = activations != "f32"; }
+
+  // Requested hooks that never fired in any step ("kv.0.k" under --no-cache; under q8 a
+  // quant.*.q8 hook whose matmul took float32 activations: a float32 or bf16 weight, ...).
   std::vector<std::string> never_fired() const;
   int64_t tensors_written() const { return written_; }
 
@@ -69,7 +74,9 @@ class Trace {
   int64_t step_T_ = 0;   // query tokens this step: the rows a kv hook appended
   std::vector<std::vector<char>> fired_;
   std::vector<char> not_in_model_;   // by Hook id
+  bool quantizing_backend_ = false;   // set_backend_activations
   int64_t written_ = 0;
+  bool counts_if_never_fired(Hook h) const;   // never_fired()'s rule
 };
 
 }  // namespace lmscope

@@ -148,3 +148,27 @@ TEST(Trace, NoCacheMeansKvHooksNeverFire) {
   generate(m.decoder, opt, &t);
   EXPECT_EQ(t.never_fired().size(), size_t(2 * m.cfg.num_layers));
 }
+
+// Under --cpu-activations q8 a requested quant.*.q8 hook that never fired is reported: its
+// matmul took float32 activations (here every weight is float32, which the q8 path leaves
+// alone), although the trace says `activations = q8`. Under the f32 backend no quant.*.q8 hook
+// is computed, so a request for them lacks nothing; quant.*.scale is lmscope-quant's, never
+// missing under either.
+TEST(Trace, Q8HooksThatNeverFireAreReportedUnderQ8) {
+  const ModelConfig cfg = tiny_qwen2_shapes(300);
+  const Weights w = random_weights(cfg, 42, 0.3f);
+  GenerateOptions opt;
+  opt.prompts = {{5, 6, 7}};
+  opt.max_new_tokens = 2;
+  const std::string asked = "quant.layers.1.attn_norm.q8,quant.final_norm.q8_scale,quant.layers.0.q_proj.scale,logits";
+  for (const char* mode : {"f32", "q8"}) {
+    auto backend = make_backend("cpu", "f32", mode);
+    Decoder decoder{cfg, w, *backend};
+    Trace t(HookSet(asked, "", cfg.num_layers), nullptr);
+    generate(decoder, opt, &t);
+    const std::vector<std::string> want =
+        std::string(mode) == "q8" ? std::vector<std::string>{"quant.final_norm.q8_scale", "quant.layers.1.attn_norm.q8"}
+                                  : std::vector<std::string>{};
+    EXPECT_EQ(t.never_fired(), want) << mode;
+  }
+}

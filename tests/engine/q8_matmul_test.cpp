@@ -7,7 +7,7 @@
 //    within the bound int8 rounding implies (derived at q8_bound);
 //  * the AVX2 and AVX-512 VNNI kernels against the portable one, bit for bit;
 //  * CpuBackend's q8 mode (linear, linear_group) running exactly those numbers, for any N.
-// Q8_0 and Q4_1, N = 1..8 and 37, odd block counts, output counts the threads do not divide.
+// Q8_0, Q4_1 and Q5_0, N = 1..8 and 37, odd block counts, output counts the threads do not divide.
 #include <gtest/gtest.h>
 
 #include "tests/engine/f16_reference.h"
@@ -117,6 +117,7 @@ std::vector<Simd> simd_kernels() {
 }
 
 const std::vector<int64_t> kRows = {1, 2, 3, 4, 5, 6, 7, 8, 37};
+const std::vector<BlockType> kQ8Types = {BlockType::Q8_0, BlockType::Q4_1, BlockType::Q5_0};
 
 }  // namespace
 
@@ -175,7 +176,7 @@ TEST(Q8Quantize, RoundHalfEvenIsNearbyint) {
 }
 
 TEST(Q8Matmul, PortableWithinTheInt8RoundingBoundOfSgemm) {
-  for (BlockType type : {BlockType::Q8_0, BlockType::Q4_1})
+  for (BlockType type : kQ8Types)
     for (int64_t nb : {1, 3, 5, 49}) {
       const int64_t O = 67, I = nb * 32;
       const RandomBlocks w = random_blocks(type, O, I, 100 + nb);
@@ -190,7 +191,7 @@ TEST(Q8Matmul, PortableWithinTheInt8RoundingBoundOfSgemm) {
             const double bound = q8_bound(w.w.f32() + o * I, x.f32() + n * I, I, type,
                                           w.q->data + o * w.q->row_bytes(), w.q->block_bytes());
             ASSERT_LE(std::fabs(double(got[size_t(n * O + o)]) - exact[size_t(n * O + o)]), bound)
-                << (type == BlockType::Q8_0 ? "Q8_0" : "Q4_1") << " nb " << nb << " N " << N << " o " << o;
+                << block_type_name(type) << " nb " << nb << " N " << N << " o " << o;
           }
       }
     }
@@ -202,7 +203,7 @@ TEST(Q8Matmul, SimdKernelsMatchThePortableOneBitForBit) {
       std::printf("[ skipped  ] %s: this processor lacks its instructions\n", k.name);
       continue;
     }
-    for (BlockType type : {BlockType::Q8_0, BlockType::Q4_1})
+    for (BlockType type : kQ8Types)
       for (int64_t nb : {1, 3, 18, 49}) {
         const int64_t O = 131, I = nb * 32;
         const RandomBlocks w = random_blocks(type, O, I, 200 + nb);
@@ -212,7 +213,7 @@ TEST(Q8Matmul, SimdKernelsMatchThePortableOneBitForBit) {
           for (const float* b : {static_cast<const float*>(nullptr), bias.f32()}) {
             const std::vector<float> ref = run(cpu::q8_outputs_portable, x, *w.q, b), got = run(k.run, x, *w.q, b);
             ASSERT_EQ(std::memcmp(ref.data(), got.data(), ref.size() * 4), 0)
-                << k.name << (type == BlockType::Q8_0 ? " Q8_0" : " Q4_1") << " nb " << nb << " N " << N;
+                << k.name << " " << block_type_name(type) << " nb " << nb << " N " << N;
           }
         }
       }
@@ -238,7 +239,7 @@ TEST(Q8Matmul, Q8_0WeightOfMinus128) {
 
 TEST(Q8Matmul, CpuBackendRunsTheChosenKernelForAnyN) {
   CpuBackend q8(CpuActivations::Q8), f32;
-  for (BlockType type : {BlockType::Q8_0, BlockType::Q4_1}) {
+  for (BlockType type : kQ8Types) {
     const int64_t O = 45, I = 96;
     const RandomBlocks wa = random_blocks(type, O, I, 41), wb = random_blocks(type, O + 3, I, 42);
     const Tensor A = Tensor::from_blocks(wa.q), Bw = Tensor::from_blocks(wb.q), bias = randn({O}, 4), none;
@@ -270,6 +271,9 @@ TEST(Q8Matmul, HookCodesAreTheMatmulsOwn) {
   Tensor codes, scales;
   EXPECT_FALSE(f32.quantize_activations_for_hook(x, W, codes, scales));
   EXPECT_FALSE(q8.quantize_activations_for_hook(x, dense, codes, scales));   // float32 weights stay float32
+  // Q5_0 weights (a Q4_K_M file's fallback for rows not a multiple of 256) take q8 inputs too
+  const RandomBlocks w5 = random_blocks(BlockType::Q5_0, 8, 96, 4);
+  EXPECT_TRUE(q8.quantize_activations_for_hook(x, Tensor::from_blocks(w5.q), codes, scales));
   ASSERT_TRUE(q8.quantize_activations_for_hook(x, W, codes, scales));
   EXPECT_EQ(codes.shape(), x.shape());
   EXPECT_EQ(scales.shape(), (Shape{1, 5, 3}));

@@ -1,4 +1,4 @@
-// --cpu-activations q8 on GGUF Q8_0 and Q4_1 weights against llama.cpp's own functions (the
+// --cpu-activations q8 on GGUF Q8_0, Q4_1 and Q5_0 weights against llama.cpp's own functions (the
 // libggml-base.so / libggml-cpu.so of scripts/build-llamacpp.sh, tests/llamacpp/ggml_lib.h),
 // for every q8 kernel lmscope can pick on the processor the test runs on (portable always, avx2
 // and avx512 where q8_avx2_available() / q8_avx512_available(): LMSCOPE_CPU_KERNEL's choices).
@@ -6,7 +6,7 @@
 // (ggml_get_type_traits(type)->from_float_ref, what llama-quantize writes into a GGUF), the
 // activations from the CPU backend's quantizer of the weight type's vec_dot_type
 // (ggml_get_type_traits_cpu(Q8_0 / Q8_1)->from_float: quantize_row_q8_0 / _q8_1, what its matmul
-// runs on the activations). What must hold:
+// runs on the activations; Q5_0's vec_dot_type is Q8_0, its vec_dot ggml_vec_dot_q5_0_q8_0). What must hold:
 //  * activation quantization: ours (q8_quantize_portable and, where it runs, q8_quantize_avx2)
 //    gives llama.cpp's block_q8_0 / block_q8_1 bit for bit: the 32 codes, d and (q8_1) s;
 //  * the dot products: each output of q8_outputs_<kernel>, for every row of a batch of N = 1..9
@@ -108,7 +108,9 @@ std::vector<Kernel> kernels() {
 }
 
 const std::vector<Case>& cases() {
-  static const std::vector<Case> c = {{BlockType::Q8_0, 8, 8, kQ8_0Bytes}, {BlockType::Q4_1, 3, 9, kQ8_1Bytes}};
+  static const std::vector<Case> c = {{BlockType::Q8_0, 8, 8, kQ8_0Bytes},
+                                       {BlockType::Q4_1, 3, 9, kQ8_1Bytes},
+                                       {BlockType::Q5_0, 6, 8, kQ8_0Bytes}};
   return c;
 }
 
@@ -145,7 +147,7 @@ TEST(GgmlQ8, ActivationQuantizationIsLlamaCpps) {
       ++compared;
     }
   }
-  EXPECT_GE(compared, 2);
+  EXPECT_GE(compared, 3);
 }
 
 TEST(GgmlQ8, DotProductsAreLlamaCppsBitForBitOnEveryKernel) {
@@ -185,6 +187,6 @@ TEST(GgmlQ8, DotProductsAreLlamaCppsBitForBitOnEveryKernel) {
       }
     }
   }
-  std::printf("[ measure ] %d Q8_0/Q4_1 q8 dot products equal to llama.cpp's vec_dot bit for bit; kernels: %s\n",
+  std::printf("[ measure ] %d Q8_0/Q4_1/Q5_0 q8 dot products equal to llama.cpp's vec_dot bit for bit; kernels: %s\n",
               compared, ran.c_str());
 }

@@ -63,11 +63,8 @@ class CpuBackend final : public Backend {
   CpuActivations activations_ = CpuActivations::F32;
   cpu::Q8Rows q8_;     // the quantized input rows of the latest q8 matmul (scratch, reused)
   cpu::Q8KRows q8k_;   // the same for a K-quant weight
-  // q8 mode and a blocks-held weight (any GGUF block type)
-  // Q5_0 has no int8 product yet: under q8 its matrices multiply float32 activations.
-  bool quantizes(const Tensor& W) const {
-    return activations_ == CpuActivations::Q8 && W.blocks() && W.blocks()->type != BlockType::Q5_0;
-  }
+  // q8 mode and a blocks-held weight (any GGUF block type the project holds)
+  bool quantizes(const Tensor& W) const { return activations_ == CpuActivations::Q8 && W.blocks(); }
   bool use_blocks_ = true;   // decode by block_matmul.h / half_matmul.h; LMSCOPE_CPU_BLOCKS=0: by panels
   // A matmul of N rows by a blocks-held weight multiplies the blocks directly (decode), in
   // linear and linear_group alike; otherwise panels are dequantized (block_prefill.h).

@@ -45,7 +45,7 @@ void quantize_rows_q8(const float* x, int64_t N, int64_t I, Q8Rows& out) {
 void q8_outputs_portable(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias, int64_t o0,
                          int64_t o1) {
   const int64_t O = W.rows, I = W.cols, nb = I / q8::kBlock;
-  const bool q4_1 = W.type == BlockType::Q4_1;
+  const bool q4_1 = W.type == BlockType::Q4_1, q5_0 = W.type == BlockType::Q5_0;
   for (int64_t o = o0; o < o1; ++o) {
     const uint8_t* row = W.data + o * W.row_bytes();
     for (int64_t n = 0; n < x.rows; ++n) {
@@ -53,12 +53,16 @@ void q8_outputs_portable(float* out, const Q8Rows& x, const QuantBlocks& W, cons
       for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* blk = row + b * W.block_bytes();
         const int8_t* qa = x.q.data() + n * I + b * q8::kBlock;
-        int qw[q8::kBlock];
+        int qw[q8::kBlock];   // the block's codes in element order
         for (int j = 0; j < 16; ++j) {
-          if (q4_1) {
+          if (q4_1) {   // d, m, then nibbles: element j low, j + 16 high
             qw[j] = blk[4 + j] & 0x0F;
             qw[j + 16] = blk[4 + j] >> 4;
-          } else {
+          } else if (q5_0) {   // d, qh (element e's fifth bit is bit e), then nibbles; minus 16
+            const uint32_t qh = quant::load_u32(blk + 2);
+            qw[j] = int((blk[6 + j] & 0x0F) | (((qh >> j) & 1u) << 4)) - 16;
+            qw[j + 16] = int((blk[6 + j] >> 4) | (((qh >> (j + 16)) & 1u) << 4)) - 16;
+          } else {   // d, then 32 signed bytes
             qw[j] = int8_t(blk[2 + j]);
             qw[j + 16] = int8_t(blk[18 + j]);
           }
@@ -118,7 +122,9 @@ void check_shapes(const Q8Rows& x, const QuantBlocks& W) {
 
 }  // namespace
 
-bool q8_matmul_supports(BlockType type) { return type == BlockType::Q8_0 || type == BlockType::Q4_1; }
+bool q8_matmul_supports(BlockType type) {
+  return type == BlockType::Q8_0 || type == BlockType::Q4_1 || type == BlockType::Q5_0;
+}
 
 const char* q8_matmul_kernel() { return chosen().name; }
 namespace {

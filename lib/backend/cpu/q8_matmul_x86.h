@@ -3,13 +3,16 @@
 // LMSCOPE_Q8_VNNI (1: vpdpbusd; 0: maddubs + madd) first. Everything here has internal
 // linkage, so the two builds never merge (an AVX-512 copy must not stand in for the AVX2 one).
 //
-// Per output and tile of R rows, per weight block: the 32 codes as one 256-bit vector (Q4_1:
-// the low nibbles are elements 0-15, the high ones 16-31, as llama.cpp's bytes_from_nibbles_32
-// lays them out), one 8-lane integer dot with each row's codes (lane k: elements 4k..4k+3),
-// converted to float and accumulated by FMA with the combined scale; the formulas are
+// Per output and tile of R rows, per weight block: the 32 codes as one 256-bit vector (Q4_1 and
+// Q5_0: the low nibbles are elements 0-15, the high ones 16-31, as llama.cpp's
+// bytes_from_nibbles_32 lays them out; Q5_0 adds bit j of its qh to element j as 16, then
+// subtracts 16: -16..15), one 8-lane integer dot with each row's codes (lane k: elements
+// 4k..4k+3), converted to float and accumulated by FMA with the combined scale; the formulas are
 // kernels/q8_activations.cuh's. The dot takes unsigned times signed bytes: Q4_1 codes are
-// 0..15 already; a Q8_0 weight gives its magnitude and its sign moves onto the activation
-// (|w| * sign(w)a, llama.cpp's mul_sum_i8_pairs_float). Exact: |a| <= 127, so sign(w)a fits.
+// 0..15 already; a Q8_0 or Q5_0 weight gives its magnitude and its sign moves onto the
+// activation (|w| * sign(w)a, llama.cpp's mul_sum_i8_pairs_float, which its
+// ggml_vec_dot_q8_0_q8_0 and ggml_vec_dot_q5_0_q8_0 both call). Exact: |a| <= 127, so sign(w)a
+// fits.
 #pragma once
 #if !defined(LMSCOPE_Q8_TARGET) || !defined(LMSCOPE_Q8_VNNI)
 #error "define LMSCOPE_Q8_TARGET and LMSCOPE_Q8_VNNI before including q8_matmul_x86.h"
@@ -32,11 +35,27 @@ struct Rows {
   int64_t rows, cols;
 };
 
-template <bool Q4_1>
+// The 16 bytes of nibbles at qs in both halves, the upper half shifted by 4: elements 0-15 are
+// the low nibbles, 16-31 the high ones.
+LMSCOPE_Q8_TARGET inline __m256i nibbles_32(const uint8_t* qs) {
+  const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  return _mm256_and_si256(_mm256_srlv_epi64(both, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0F));
+}
+
+// A block's 32 codes in element order: Q4_1 0..15, Q5_0 -16..15, Q8_0 as stored.
+template <BlockType T>
 LMSCOPE_Q8_TARGET inline __m256i weight_codes(const uint8_t* blk) {
-  if (Q4_1) {   // the 16 bytes in both halves, the upper half shifted by 4: high nibbles there
-    const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 4)));
-    return _mm256_and_si256(_mm256_srlv_epi64(both, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0F));
+  if (T == BlockType::Q4_1) return nibbles_32(blk + 4);
+  if (T == BlockType::Q5_0) {
+    // Byte j of a vector gets qh's byte j/8 (the shuffle works per 128-bit half, so both halves
+    // index bytes 0-3 of the broadcast word), then keeps only bit j%8: equal to that bit alone
+    // where element j's fifth bit is set. Where it is clear the code is nibble - 16, i.e. the
+    // nibble with 0xF0 in its upper bits (two's complement); where set, the nibble itself.
+    const __m256i qh = _mm256_set1_epi32(int(quant::load_u32(blk + 2)));
+    const __m256i byte_of = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+    const __m256i bit_of = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(qh, byte_of), bit_of), bit_of);
+    return _mm256_or_si256(nibbles_32(blk + 6), _mm256_andnot_si256(set, _mm256_set1_epi8(char(0xF0))));
   }
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
 }
@@ -86,14 +105,15 @@ LMSCOPE_Q8_TARGET inline __m256i dot4(__m256i u, __m256i s) {
 // Outputs [o0, o1) of rows [n0, n0 + R), P outputs at a time (P/2 pairs; more outputs in
 // flight hide the latency of each one's FMA chain, which the fixed summation order forbids
 // splitting). A pair's scales share the vector work: one conversion gives
-// [d_o, m_o, d_p, m_p] (a Q8_0 block has codes where m would be: those lanes go unused), one
+// [d_o, m_o, d_p, m_p] (a Q8_0 block has codes where m would be, a Q5_0 block its qh: those lanes go unused), one
 // product with the row's [d_a, s_a, d_a, s_a] gives both combined scales d_w * d_a (lanes 0,
 // 2), and one FMA both Q4_1 sums fma(m, s_a, summs) (lanes 1, 3; lanes 0, 2 unused). Outputs
 // past o1 repeat the last one and are not written.
-template <bool Q4_1, int R, int P>
+template <BlockType T, int R, int P>
 LMSCOPE_Q8_TARGET void tile(float* out, const Rows& x, int64_t n0, const QuantBlocks& W, const float* bias,
                             int64_t o0, int64_t o1) {
   static_assert(P % 2 == 0, "outputs go in pairs");
+  constexpr bool Q4_1 = T == BlockType::Q4_1;   // unsigned codes and a min; Q8_0, Q5_0 signed
   const int64_t O = W.rows, I = W.cols, nb = I / 32;
   const size_t bb = W.block_bytes(), rb = W.row_bytes();
   const int8_t* qa = x.q + n0 * I;
@@ -114,13 +134,13 @@ LMSCOPE_Q8_TARGET void tile(float* out, const Rows& x, int64_t n0, const QuantBl
     // asks for its share of the group two groups ahead (P rows are contiguous).
     // (Addresses as integers: past the matrix's end they are only hints, never pointers.)
     const uintptr_t ahead = reinterpret_cast<uintptr_t>(W.data) + uintptr_t((o + 2 * P) * int64_t(rb));
-    constexpr int64_t lines = (P * (Q4_1 ? 20 : 34) + 63) / 64;   // a group's bytes per block step
+    constexpr int64_t lines = (P * int64_t(block_bytes(T)) + 63) / 64;   // a group's bytes per block step
     for (int64_t b = 0; b < nb; ++b) {
       prefetch_lines(ahead + uintptr_t(b * lines * 64), lines);
       __m256i w[P], u[P];
       __m128 scales[P / 2];
       for (int i = 0; i < P; ++i) {
-        w[i] = weight_codes<Q4_1>(rows[i] + b * bb);
+        w[i] = weight_codes<T>(rows[i] + b * bb);
         u[i] = Q4_1 ? w[i] : _mm256_sign_epi8(w[i], w[i]);
       }
       for (int j = 0; j < P / 2; ++j)
@@ -158,33 +178,33 @@ LMSCOPE_Q8_TARGET void tile(float* out, const Rows& x, int64_t n0, const QuantBl
 // Four outputs in flight for one or two rows (decode), two for more (registers: each output
 // keeps R accumulators).
 static_assert(kQ8TileRows == 8, "tile_n instantiates R = 1..8");
-template <bool Q4_1>
+template <BlockType T>
 LMSCOPE_Q8_TARGET void tile_n(int R, float* out, const Rows& x, int64_t n0, const QuantBlocks& W, const float* bias,
                               int64_t o0, int64_t o1) {
   switch (R) {
-    case 1: return tile<Q4_1, 1, 4>(out, x, n0, W, bias, o0, o1);
-    case 2: return tile<Q4_1, 2, 4>(out, x, n0, W, bias, o0, o1);
-    case 3: return tile<Q4_1, 3, 2>(out, x, n0, W, bias, o0, o1);
-    case 4: return tile<Q4_1, 4, 2>(out, x, n0, W, bias, o0, o1);
-    case 5: return tile<Q4_1, 5, 2>(out, x, n0, W, bias, o0, o1);
-    case 6: return tile<Q4_1, 6, 2>(out, x, n0, W, bias, o0, o1);
-    case 7: return tile<Q4_1, 7, 2>(out, x, n0, W, bias, o0, o1);
-    default: return tile<Q4_1, 8, 2>(out, x, n0, W, bias, o0, o1);
+    case 1: return tile<T, 1, 4>(out, x, n0, W, bias, o0, o1);
+    case 2: return tile<T, 2, 4>(out, x, n0, W, bias, o0, o1);
+    case 3: return tile<T, 3, 2>(out, x, n0, W, bias, o0, o1);
+    case 4: return tile<T, 4, 2>(out, x, n0, W, bias, o0, o1);
+    case 5: return tile<T, 5, 2>(out, x, n0, W, bias, o0, o1);
+    case 6: return tile<T, 6, 2>(out, x, n0, W, bias, o0, o1);
+    case 7: return tile<T, 7, 2>(out, x, n0, W, bias, o0, o1);
+    default: return tile<T, 8, 2>(out, x, n0, W, bias, o0, o1);
   }
 }
 
 // Outputs [o0, o1), a chunk of kQ8ChunkOutputs at a time, every tile of rows over each chunk.
 void x86_outputs(float* out, const Q8Rows& q8, const QuantBlocks& W, const float* bias, int64_t o0, int64_t o1) {
   const Rows x{q8.q.data(), q8.ds.data(), q8.rows, q8.cols};
-  const bool q4_1 = W.type == BlockType::Q4_1;
   for (int64_t c0 = o0; c0 < o1; c0 += kQ8ChunkOutputs) {
     const int64_t c1 = std::min(o1, c0 + kQ8ChunkOutputs);
     for (int64_t n0 = 0; n0 < x.rows; n0 += kQ8TileRows) {
       const int R = int(std::min<int64_t>(kQ8TileRows, x.rows - n0));
-      if (q4_1)
-        tile_n<true>(R, out, x, n0, W, bias, c0, c1);
-      else
-        tile_n<false>(R, out, x, n0, W, bias, c0, c1);
+      switch (W.type) {
+        case BlockType::Q4_1: tile_n<BlockType::Q4_1>(R, out, x, n0, W, bias, c0, c1); break;
+        case BlockType::Q5_0: tile_n<BlockType::Q5_0>(R, out, x, n0, W, bias, c0, c1); break;
+        default: tile_n<BlockType::Q8_0>(R, out, x, n0, W, bias, c0, c1); break;
+      }
     }
   }
 }
