@@ -7,7 +7,9 @@
 
 #include "tests/golden_manifest.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -133,6 +135,14 @@ TEST_P(Gemma3Real, MatchesHuggingFace) {
   CompareReport rep = compare_traces(a, ref, CompareOptions{});
   EXPECT_TRUE(rep.missing_in_a.empty()) << rep.missing_in_a.front().hook;
   EXPECT_TRUE(rep.pass) << report_text(rep, false);
+  // What docs/gemma3.md quotes: the largest max_abs / max|HF| of the top-10 raw logits and of
+  // the last layer's output over every step.
+  for (const std::string hook : {"sample.raw", "layers.17.resid_post"}) {
+    double worst = 0;
+    for (const HookResult& r : rep.results)
+      if (r.hook == hook) worst = std::max(worst, r.m.rel);
+    std::cout << "[ measure ] " << g["name"].get<std::string>() << " " << hook << ": max rel " << worst << "\n";
+  }
   fs::remove(ours);
 }
 
