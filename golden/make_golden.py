@@ -719,6 +719,34 @@ def make_gemma3(gguf_path, out_dir):
     write_json(os.path.join(out_dir, "manifest.json"), manifest)
 
 
+# Texts for the SentencePiece tokenizer against HF's tokenizer of the same GGUF: spaces (one,
+# several, leading, trailing), newline and tab runs (Gemma's user-defined tokens), code, accents,
+# CJK, emoji, a character spelled by byte fallback.
+GEMMA3_TOKENIZER_TEXTS = [
+    "The capital of France is", "def fibonacci(n):\n    if n < 2:\n        return n", "  two  spaces ",
+    "Hello\n\n\nworld\t\tend", "naïve café déjà vu", "日本語のテキスト", "emoji 🍕🎉 and ☃",
+    "control \x01 byte", "x", "",
+]
+
+
+def make_gemma3_tokenizer(gguf_path, out_dir):
+    """golden/gemma3/tokenizer.json: HF's ids (AutoTokenizer from the GGUF, add_special_tokens)
+    of GEMMA3_TOKENIZER_TEXTS."""
+    import tokenizers
+    import transformers
+    gdir, gfile = os.path.dirname(os.path.abspath(gguf_path)), os.path.basename(gguf_path)
+    tok = transformers.AutoTokenizer.from_pretrained(gdir, gguf_file=gfile)
+    cases = [{"text": t, "ids": tok(t)["input_ids"]} for t in GEMMA3_TOKENIZER_TEXTS]
+    write_json(os.path.join(out_dir, "tokenizer.json"), {
+        "about": f"HF transformers {transformers.__version__} (tokenizers {tokenizers.__version__}) "
+                 f"AutoTokenizer.from_pretrained(gguf_file=models/{gfile}), add_special_tokens: "
+                 "made by golden/make_golden.py --gemma3-tokenizer",
+        "model": f"models/{gfile}", "hf_tokenizer_model": type(tok.backend_tokenizer.model).__name__,
+        "cases": cases})
+    for c in cases:
+        print(repr(c["text"]), c["ids"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="regenerate in a temp dir and compare")
@@ -726,7 +754,11 @@ def main():
     ap.add_argument("--out", default=HERE, help="golden directory (default: this directory)")
     ap.add_argument("--smollm2", metavar="GGUF", help="make the SmolLM2 goldens (golden/smollm2/) from this file")
     ap.add_argument("--gemma3", metavar="GGUF", help="make the Gemma 3 270M goldens (golden/gemma3/) from this file")
+    ap.add_argument("--gemma3-tokenizer", metavar="GGUF", help="make golden/gemma3/tokenizer.json from this file")
     args = ap.parse_args()
+    if args.gemma3_tokenizer:
+        make_gemma3_tokenizer(args.gemma3_tokenizer, os.path.join(args.out, "gemma3"))
+        return 0
     if args.smollm2:
         make_smollm2(args.smollm2, os.path.join(args.out, "smollm2"))
         return 0
