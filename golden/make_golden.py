@@ -16,6 +16,9 @@ Models (weights from HF's own init with a fixed seed, then scaled, see SCALE):
   tiny-llama       LlamaForCausalLM, D=96, H=3, Hkv=1, hd=32, F=200, 3 layers, tied embeddings
   tiny-qwen3       Qwen3ForCausalLM, D=32, H=4, Hkv=2, hd=16 (not D/H), F=96, 3 layers, q/k norms,
                    no biases, tied embeddings (as Qwen3-0.6B), rope_theta 1e6
+  tiny-gemma3      Gemma3ForCausalLM, D=48, H=2, Hkv=1, hd=32, F=128, 3 layers: two sliding
+                   (window 4, RoPE base 1e4) and one global (base 1e6), query_pre_attn_scalar 24
+                   (not hd), q/k norms, four norms per block, GeGLU, embedding times sqrt(D), tied
 All use a byte-level BPE vocabulary (1024 tokens, Qwen2 pre-tokenizer) trained here on
 golden/tokenizer-corpus.txt.
 """
@@ -47,6 +50,7 @@ SCALE = TARGET_STD / INIT_STD
 BIAS_STD = 0.3         # q/k/v biases: N(0, BIAS_STD)
 NORM_JITTER = 0.2      # RMSNorm weights: 1 + NORM_JITTER * N(0, 1)
 QK_NORM_GAIN = 2.0     # Qwen3's q_norm / k_norm weights: QK_NORM_GAIN * (1 + NORM_JITTER * N(0, 1))
+POST_NORM_GAIN = 4.0   # Gemma 3's post-branch norms: POST_NORM_GAIN * (1 + NORM_JITTER * N(0, 1))
 VOCAB_SIZE = 1024
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 QWEN2_PRETOKENIZE_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
@@ -71,6 +75,12 @@ TRACES = [
     ("tiny-qwen3-a", "tiny-qwen3", [PROMPT_A], "left", 8, True),
     ("tiny-qwen3-b", "tiny-qwen3", PROMPTS_B, "left", 4, True),
     ("tiny-qwen3-c", "tiny-qwen3", PROMPTS_B, "left", 2, False),
+    # Gemma 3: the window (4) is shorter than every prompt, so the sliding layers' masks cut;
+    # one row past the window, a left-padded batch (pads inside the window take their share
+    # of it, as HF counts columns), and the batch again without a cache
+    ("tiny-gemma3-a", "tiny-gemma3", [PROMPT_A], "left", 8, True),
+    ("tiny-gemma3-b", "tiny-gemma3", PROMPTS_B, "left", 4, True),
+    ("tiny-gemma3-c", "tiny-gemma3", PROMPTS_B, "left", 2, False),
 ]
 
 
@@ -222,11 +232,44 @@ def model_specs():
         "use_sliding_window": False,
         "vocab_size": VOCAB_SIZE,
     }
+    gemma3 = {
+        "architectures": ["Gemma3ForCausalLM"],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "attn_logit_softcapping": None,
+        "bos_token_id": eot,
+        "eos_token_id": eot,
+        "final_logit_softcapping": None,
+        "head_dim": 32,
+        "hidden_activation": "gelu_pytorch_tanh",
+        "hidden_size": 48,
+        "initializer_range": INIT_STD,
+        "intermediate_size": 128,
+        "layer_types": ["sliding_attention", "sliding_attention", "full_attention"],
+        "max_position_embeddings": 128,
+        "model_type": "gemma3_text",
+        "num_attention_heads": 2,
+        "num_hidden_layers": 3,
+        "num_key_value_heads": 1,
+        "pad_token_id": eot,
+        "query_pre_attn_scalar": 24,   # not hd (32): the scale is 24^-0.5, not 32^-0.5
+        "rms_norm_eps": 1e-06,
+        "rope_parameters": {"full_attention": {"rope_theta": 1000000.0, "rope_type": "default"},
+                            "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}},
+        "sliding_window": 4,
+        "tie_word_embeddings": True,
+        "torch_dtype": "float32",
+        "transformers_version": "5.23.0",
+        "use_bidirectional_attention": False,
+        "use_cache": True,
+        "vocab_size": VOCAB_SIZE,
+    }
     # Appended last: a model's seed is SEED + 100 * its index here, so the earlier ones keep theirs.
     return {
         "tiny-qwen2": (qwen2, SPECIAL_TOKENS[eot], SPECIAL_TOKENS[eot], SPECIAL_TOKENS[eot], None),
         "tiny-llama": (llama, SPECIAL_TOKENS[ims], SPECIAL_TOKENS[ime], SPECIAL_TOKENS[eot], SPECIAL_TOKENS[ims]),
         "tiny-qwen3": (qwen3, SPECIAL_TOKENS[eot], SPECIAL_TOKENS[eot], SPECIAL_TOKENS[eot], None),
+        "tiny-gemma3": (gemma3, SPECIAL_TOKENS[eot], SPECIAL_TOKENS[eot], SPECIAL_TOKENS[eot], None),
     }
 
 
@@ -266,6 +309,15 @@ def build_weights(config_dict, seed):
                 # weights. Scaled after the draw, so no other model's draws change.
                 if name.endswith(("self_attn.q_norm", "self_attn.k_norm")):
                     mod.weight.mul_(QK_NORM_GAIN)
+                # Gemma 3's branches are RMS-normed to the stream: with multipliers near 1 the
+                # embedding (times sqrt(D)) outweighs them and the tied head repeats the last
+                # token; trained Gemma 3 models learn large post-branch norm weights.
+                if name.endswith(("post_attention_layernorm", "post_feedforward_layernorm")) and \
+                        type(mod).__name__.startswith("Gemma"):
+                    mod.weight.mul_(POST_NORM_GAIN)
+                # Gemma3RMSNorm multiplies by 1 + weight: the same multipliers, stored as HF does.
+                if type(mod).__name__.startswith("Gemma"):
+                    mod.weight.sub_(1.0)
     sd = {}
     tied = config_dict.get("tie_word_embeddings", False)
     for k, v in model.state_dict().items():
@@ -321,7 +373,7 @@ def verify_model(out_dir, state_dict, tok, texts):
     if model.config.tie_word_embeddings and not torch.equal(loaded["lm_head.weight"], loaded["model.embed_tokens.weight"]):
         raise SystemExit(f"{out_dir}: lm_head is not tied")
     lt = getattr(model.config, "layer_types", None) or []
-    if any(x != "full_attention" for x in lt):
+    if any(x != "full_attention" for x in lt) and model.config.model_type != "gemma3_text":
         raise SystemExit(f"{out_dir}: HF sees sliding layers {lt}")
     hf_tok = transformers.AutoTokenizer.from_pretrained(out_dir)
     for t in texts:
@@ -623,15 +675,95 @@ def make_smollm2(gguf_path, out_dir):
     write_json(os.path.join(out_dir, "manifest.json"), manifest)
 
 
+# ----------------------------------------------------------------------------- Gemma 3 270M (real weights)
+
+GEMMA3_PROMPTS = ["The capital of France is", "def fibonacci(n):"]
+GEMMA3_NEW_TOKENS = 8
+# Layer 0 (sliding) and layer 5 (the first global one) whole, every layer's resid_post, the
+# globals (both masks and both RoPE tables), the sampling audit (the top 10 raw logits of each
+# step); not the [T, 262144] logits (1 MB a row).
+GEMMA3_HOOKS = ",".join(["tokens.*", "embed", "mask.*", "rope.*", "final_norm", "sample.*",
+                         "layers.*.resid_post", "layers.0.*", "layers.5.*"])
+
+
+def make_gemma3(gguf_path, out_dir):
+    """Goldens on Gemma 3 270M (the Q4_K_M GGUF of scripts/fetch-gemma3-model.sh, dequantized to
+    float32 by HF): two plain prompts (a base model), each alone, greedy, with cache; prompt ids
+    (BOS first) from HF's tokenizer built from the GGUF."""
+    import transformers
+    tool = load_tool()
+    os.makedirs(out_dir, exist_ok=True)
+    gdir, gfile = os.path.dirname(os.path.abspath(gguf_path)), os.path.basename(gguf_path)
+    tok = transformers.AutoTokenizer.from_pretrained(gdir, gguf_file=gfile)
+    manifest = {"about": "goldens on Gemma 3 270M Q4_K_M (scripts/fetch-gemma3-model.sh; Google's Gemma "
+                         "terms apply to the weights), made by golden/make_golden.py --gemma3 with "
+                         "tools/lmscope-hf-trace",
+                "model": f"models/{gfile}", "hooks": GEMMA3_HOOKS, "traces": []}
+    for i, text in enumerate(GEMMA3_PROMPTS):
+        ids = tok(text)["input_ids"]
+        name = f"gemma3-270m-{i}"
+        out_rel = f"golden/gemma3/{name}.h5"
+        argv = ["tools/lmscope-hf-trace", "--model", manifest["model"], "--prompt-ids", ",".join(map(str, ids)),
+                "--max-new-tokens", str(GEMMA3_NEW_TOKENS), "--hooks", GEMMA3_HOOKS, "--out", out_rel]
+        deterministic()
+        summary = tool.run_trace(gguf_path, [ids], os.path.join(out_dir, name + ".h5"),
+                                 max_new_tokens=GEMMA3_NEW_TOKENS, hooks=GEMMA3_HOOKS,
+                                 command_line=shlex.join(argv), model_path=manifest["model"], quiet=True)
+        gen = summary["generated_ids"][0]
+        manifest["traces"].append({
+            "name": name, "file": out_rel, "text": text, "prompt_ids": ids,
+            "max_new_tokens": GEMMA3_NEW_TOKENS, "use_cache": True, "padding_side": "left",
+            "pad_token_id": summary["pad_token_id"], "eos_token_ids": summary["eos_token_ids"],
+            "generated_ids": gen, "generated_text": tok.decode(gen)})
+        print(f"{name}: {ids} -> {gen} {tok.decode(gen)!r}")
+    write_json(os.path.join(out_dir, "manifest.json"), manifest)
+
+
+# Texts for the SentencePiece tokenizer against HF's tokenizer of the same GGUF: spaces (one,
+# several, leading, trailing), newline and tab runs (Gemma's user-defined tokens), code, accents,
+# CJK, emoji, a character spelled by byte fallback.
+GEMMA3_TOKENIZER_TEXTS = [
+    "The capital of France is", "def fibonacci(n):\n    if n < 2:\n        return n", "  two  spaces ",
+    "Hello\n\n\nworld\t\tend", "naïve café déjà vu", "日本語のテキスト", "emoji 🍕🎉 and ☃",
+    "control \x01 byte", "x", "",
+]
+
+
+def make_gemma3_tokenizer(gguf_path, out_dir):
+    """golden/gemma3/tokenizer.json: HF's ids (AutoTokenizer from the GGUF, add_special_tokens)
+    of GEMMA3_TOKENIZER_TEXTS."""
+    import tokenizers
+    import transformers
+    gdir, gfile = os.path.dirname(os.path.abspath(gguf_path)), os.path.basename(gguf_path)
+    tok = transformers.AutoTokenizer.from_pretrained(gdir, gguf_file=gfile)
+    cases = [{"text": t, "ids": tok(t)["input_ids"]} for t in GEMMA3_TOKENIZER_TEXTS]
+    write_json(os.path.join(out_dir, "tokenizer.json"), {
+        "about": f"HF transformers {transformers.__version__} (tokenizers {tokenizers.__version__}) "
+                 f"AutoTokenizer.from_pretrained(gguf_file=models/{gfile}), add_special_tokens: "
+                 "made by golden/make_golden.py --gemma3-tokenizer",
+        "model": f"models/{gfile}", "hf_tokenizer_model": type(tok.backend_tokenizer.model).__name__,
+        "cases": cases})
+    for c in cases:
+        print(repr(c["text"]), c["ids"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="regenerate in a temp dir and compare")
     ap.add_argument("--stats", action="store_true", help="print statistics of the committed goldens")
     ap.add_argument("--out", default=HERE, help="golden directory (default: this directory)")
     ap.add_argument("--smollm2", metavar="GGUF", help="make the SmolLM2 goldens (golden/smollm2/) from this file")
+    ap.add_argument("--gemma3", metavar="GGUF", help="make the Gemma 3 270M goldens (golden/gemma3/) from this file")
+    ap.add_argument("--gemma3-tokenizer", metavar="GGUF", help="make golden/gemma3/tokenizer.json from this file")
     args = ap.parse_args()
+    if args.gemma3_tokenizer:
+        make_gemma3_tokenizer(args.gemma3_tokenizer, os.path.join(args.out, "gemma3"))
+        return 0
     if args.smollm2:
         make_smollm2(args.smollm2, os.path.join(args.out, "smollm2"))
+        return 0
+    if args.gemma3:
+        make_gemma3(args.gemma3, os.path.join(args.out, "gemma3"))
         return 0
     if args.check:
         return 0 if check(args.out) else 1

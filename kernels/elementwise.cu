@@ -108,6 +108,11 @@ __global__ void add_kernel(float* out, const float* a, const float* b, int64_t n
   if (i < n) out[i] = a[i] + b[i];
 }
 
+__global__ void scale_kernel(float* out, const float* x, float s, int64_t n) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = s * x[i];
+}
+
 __global__ void f32_to_bf16_kernel(uint16_t* out, const float* x, int64_t n) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) out[i] = lmscope::f32_to_bf16(x[i]);
@@ -202,6 +207,12 @@ void add(float* out, const float* a, const float* b, int64_t n, cudaStream_t st)
   if (n == 0) return;
   launch<add_kernel>(blocks_for(n), kBlock, 0, st, out, a, b, n);
   LMSCOPE_LAUNCHED(add_kernel);
+}
+
+void scale(float* out, const float* x, float s, int64_t n, cudaStream_t st) {
+  if (n == 0) return;
+  launch<scale_kernel>(blocks_for(n), kBlock, 0, st, out, x, s, n);
+  LMSCOPE_LAUNCHED(scale_kernel);
 }
 
 void f32_to_bf16(uint16_t* out, const float* x, int64_t n, cudaStream_t st) {

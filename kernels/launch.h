@@ -37,6 +37,8 @@ void rope(float* out, const float* x, const float* cos, const float* sin, int64_
 void swiglu(float* out, const float* gate, const float* up, int64_t n, cudaStream_t st);
 void geglu_tanh(float* out, const float* gate, const float* up, int64_t n, cudaStream_t st);
 void add(float* out, const float* a, const float* b, int64_t n, cudaStream_t st);
+// out = s * x    (n elements)
+void scale(float* out, const float* x, float s, int64_t n, cudaStream_t st);
 // Keeps the stream busy for about `us` microseconds (one thread reading the global timer):
 // lets the host queue work ahead of the device (the per-op timer uses it).
 void spin(int64_t us, cudaStream_t st);

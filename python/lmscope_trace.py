@@ -108,11 +108,12 @@ class HookValue(NamedTuple):
 # ---- hook order and TransformerLens names (docs/hooks.md) ----------------------------------
 # Per-layer hooks in forward order; `kv.L.*` (the cache after layer L) follow layer L's hooks.
 _LAYER_ORDER = ["resid_pre", "attn_norm", "attn.q", "attn.k", "attn.v", "attn.q_norm", "attn.k_norm",
-                "attn.q_rope", "attn.k_rope", "attn.scores", "attn.probs", "attn.z", "attn_out", "resid_mid",
-                "ffn_norm", "ffn.gate", "ffn.up", "ffn.act", "ffn_out", "resid_post"]
+                "attn.q_rope", "attn.k_rope", "attn.scores", "attn.probs", "attn.z", "attn_out", "attn_post_norm",
+                "resid_mid", "ffn_norm", "ffn.gate", "ffn.up", "ffn.act", "ffn_out", "ffn_post_norm", "resid_post"]
 _KV_ORDER = ["k", "v"]
 _HEAD_ORDER = ["tokens.input_ids", "tokens.attention_mask", "tokens.position_ids", "embed",
-               "mask.causal", "mask.padding", "mask.combined", "rope.cos", "rope.sin"]
+               "mask.causal", "mask.padding", "mask.combined", "mask.sliding", "rope.cos", "rope.sin",
+               "rope.cos_local", "rope.sin_local"]
 _TAIL_ORDER = ["final_norm", "logits", "sample.candidates", "sample.raw", "sample.penalized",
                "sample.scaled", "sample.probs", "sample.kept", "sample.survivors", "sample.u",
                "sample.chosen", "sample.finished"]

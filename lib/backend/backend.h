@@ -109,6 +109,8 @@ class Backend {
   virtual void geglu_tanh(Tensor& out, const Tensor& gate, const Tensor& up) = 0;
   // out = a + b                               all the same shape
   virtual void add(Tensor& out, const Tensor& a, const Tensor& b) = 0;
+  // out = s * x                               the same shape  (Gemma 3's embedding times sqrt(D))
+  virtual void scale(Tensor& out, const Tensor& x, float s) = 0;
   // out[b,0,:] = x[b,t,:]                     out [B,1,D], x [B,T,D]  (the last column for the head)
   virtual void select_column(Tensor& out, const Tensor& x, int64_t t) = 0;
 

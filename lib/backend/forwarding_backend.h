@@ -47,6 +47,7 @@ class ForwardingBackend : public Backend {
   void swiglu(Tensor& out, const Tensor& gate, const Tensor& up) override { inner_.swiglu(out, gate, up); }
   void geglu_tanh(Tensor& out, const Tensor& gate, const Tensor& up) override { inner_.geglu_tanh(out, gate, up); }
   void add(Tensor& out, const Tensor& a, const Tensor& b) override { inner_.add(out, a, b); }
+  void scale(Tensor& out, const Tensor& x, float s) override { inner_.scale(out, x, s); }
   void select_column(Tensor& out, const Tensor& x, int64_t t) override { inner_.select_column(out, x, t); }
 
  protected:

@@ -4,6 +4,7 @@
 // model we cannot run exactly fails loudly instead of producing subtly wrong logits.
 #include "model/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -125,7 +126,88 @@ class Fields {
   const std::string& src_;
 };
 
+ModelConfig& finish_tokens_and_dtype(const Fields& f, ModelConfig& c);
+
+// One RoPE entry of Gemma 3's rope_parameters (transformers 5: one per layer type): plain
+// RoPE only; its rope_theta, or `dflt` when it has none.
+float gemma3_rope_theta(const Fields& f, const std::string& key, const json* entry, float dflt) {
+  if (!entry) return dflt;
+  if (!entry->is_object()) f.fail_field(key, "must be an object, got " + json_kind(*entry));
+  f.require_default_rope(key, *entry);
+  auto t = entry->find("rope_theta");
+  return t == entry->end() || t->is_null() ? dflt : float(f.positive_number(key + ".rope_theta", *t));
+}
+
+// Gemma3ForCausalLM (modeling_gemma3.py): q/k norms, four norms per block, GeGLU, the
+// embedding scaled by sqrt(D), attention scaled by query_pre_attn_scalar^-0.5, and sliding
+// window layers (by default 5 of every 6) with their own RoPE base.
+void parse_gemma3(const Fields& f, ModelConfig& c) {
+  c.qk_norm = c.embed_scaled = c.post_branch_norms = c.gelu_tanh_ffn = true;
+  const std::string act = f.string("hidden_activation", "gelu_pytorch_tanh");
+  if (act != "gelu_pytorch_tanh")
+    f.fail_field("hidden_activation", ": '" + act + "' is not supported (only 'gelu_pytorch_tanh')");
+  for (const char* key : {"final_logit_softcapping", "attn_logit_softcapping"})
+    if (const json* v = f.get(key)) f.fail_field(key, "= " + json_short(*v) + ": soft-capping is not supported");
+  if (f.boolean("use_bidirectional_attention", false))
+    f.fail_field("use_bidirectional_attention", "is true: only causal attention is supported");
+  const json* qs = f.get("query_pre_attn_scalar");
+  c.query_pre_attn_scalar = qs ? float(f.positive_number("query_pre_attn_scalar", *qs)) : 256.0f;
+  c.sliding_window = f.optional_positive("sliding_window", 4096);
+
+  // Which layers slide: layer_types, else every layer but each sliding_window_pattern-th.
+  c.sliding_layers.assign(c.num_layers, false);
+  if (const json* lt = f.get("layer_types")) {
+    if (!lt->is_array() || int(lt->size()) != c.num_layers)
+      f.fail_field("layer_types", "must be a list of " + std::to_string(c.num_layers) + " strings, got " +
+                                      json_short(*lt));
+    for (int i = 0; i < c.num_layers; ++i) {
+      const json& e = (*lt)[i];
+      if (e == "sliding_attention") c.sliding_layers[i] = true;
+      else if (e != "full_attention")
+        f.fail_field("layer_types", ": entry " + std::to_string(i) + " is " + json_short(e) +
+                                        " (sliding_attention or full_attention)");
+    }
+  } else {
+    const char* key = f.get("sliding_window_pattern") ? "sliding_window_pattern" : "_sliding_window_pattern";
+    const int pattern = f.optional_positive(key, 6);
+    for (int i = 0; i < c.num_layers; ++i) c.sliding_layers[i] = (i + 1) % pattern != 0;
+  }
+
+  // RoPE: global base (default 1e6) and local base (default 1e4), spelled either way.
+  c.rope_theta = 1000000.0f;
+  c.rope_theta_local = 10000.0f;
+  if (const json* rs = f.get("rope_scaling")) f.require_default_rope("rope_scaling", *rs);
+  if (const json* v = f.get("rope_theta")) c.rope_theta = float(f.positive_number("rope_theta", *v));
+  if (const json* v = f.get("rope_local_base_freq"))
+    c.rope_theta_local = float(f.positive_number("rope_local_base_freq", *v));
+  if (const json* rp = f.get("rope_parameters")) {
+    if (!rp->is_object()) f.fail_field("rope_parameters", "must be an object, got " + json_kind(*rp));
+    for (const auto& [k, e] : rp->items())
+      if (k != "full_attention" && k != "sliding_attention")
+        f.fail_field("rope_parameters", ": entry '" + k + "' is not supported (full_attention, sliding_attention)");
+    auto entry = [&](const char* k) { auto it = rp->find(k); return it == rp->end() ? nullptr : &*it; };
+    c.rope_theta = gemma3_rope_theta(f, "rope_parameters.full_attention", entry("full_attention"), c.rope_theta);
+    c.rope_theta_local =
+        gemma3_rope_theta(f, "rope_parameters.sliding_attention", entry("sliding_attention"), c.rope_theta_local);
+  }
+
+  // Gemma3Attention: bias=attention_bias on q, k, v and o (default false); no MLP biases.
+  c.attention_bias = c.o_proj_bias = f.boolean("attention_bias", false);
+  c.tie_word_embeddings = f.boolean("tie_word_embeddings", true);   // Gemma3TextConfig's default
+  c.mlp_bias = false;
+}
+
 }  // namespace
+
+bool ModelConfig::any_sliding() const {
+  return std::find(sliding_layers.begin(), sliding_layers.end(), true) != sliding_layers.end();
+}
+
+float ModelConfig::attention_scale() const {
+  // HF's query_pre_attn_scalar**-0.5 is a Python (double) number, rounded once to float32.
+  if (query_pre_attn_scalar > 0) return float(1.0 / std::sqrt(double(query_pre_attn_scalar)));
+  return 1.0f / std::sqrt(float(head_dim));
+}
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source) {
   json j;
@@ -152,8 +234,10 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     c.architecture = "Qwen3ForCausalLM";
   } else if (model_type == "llama") {
     c.architecture = "LlamaForCausalLM";
+  } else if (model_type == "gemma3_text") {
+    c.architecture = "Gemma3ForCausalLM";
   } else {
-    f.fail_field("architectures", "is missing (and 'model_type' does not name qwen2, qwen3 or llama)");
+    f.fail_field("architectures", "is missing (and 'model_type' does not name qwen2, qwen3, llama or gemma3_text)");
   }
   std::string expected_type;
   if (c.architecture == "Qwen2ForCausalLM") {
@@ -165,9 +249,13 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   } else if (c.architecture == "LlamaForCausalLM") {
     c.arch = Arch::Llama;
     expected_type = "llama";
+  } else if (c.architecture == "Gemma3ForCausalLM") {
+    c.arch = Arch::Gemma3;
+    expected_type = "gemma3_text";
   } else {
     f.fail_field("architectures", ": '" + c.architecture +
-                                      "' is not supported (Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM)");
+                                      "' is not supported (Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM, "
+                                      "Gemma3ForCausalLM)");
   }
   if (!model_type.empty() && model_type != expected_type)
     f.fail_field("model_type", ": '" + model_type + "' does not match architectures '" +
@@ -184,14 +272,15 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   c.num_heads = f.required_positive("num_attention_heads");
   c.vocab_size = f.required_positive("vocab_size");
   c.num_kv_heads = f.optional_positive("num_key_value_heads", c.num_heads);
-  // HF defaults: LlamaConfig 2048, Qwen2Config and Qwen3Config 32768.
-  c.max_position_embeddings =
-      f.optional_positive("max_position_embeddings", c.arch == Arch::Llama ? 2048 : 32768);
+  // HF defaults: LlamaConfig 2048, Qwen2Config and Qwen3Config 32768, Gemma3TextConfig 131072.
+  c.max_position_embeddings = f.optional_positive(
+      "max_position_embeddings", c.arch == Arch::Llama ? 2048 : c.arch == Arch::Gemma3 ? 131072 : 32768);
   if (const json* hd = f.get("head_dim")) {
     c.head_dim = f.positive("head_dim", *hd);
-  } else if (c.arch == Arch::Qwen3) {
-    // Qwen3Config's default is a fixed 128, not D / H; saved Qwen3 configs always write it.
-    f.fail_field("head_dim", "is missing (Qwen3ForCausalLM sets it explicitly; it is not D / H)");
+  } else if (c.arch == Arch::Qwen3 || c.arch == Arch::Gemma3) {
+    // Qwen3Config's default is a fixed 128, Gemma3TextConfig's 256, not D / H; saved configs
+    // always write it.
+    f.fail_field("head_dim", "is missing (" + c.architecture + " sets it explicitly; it is not D / H)");
   } else {
     if (c.hidden_size % c.num_heads != 0)
       f.fail_field("num_attention_heads", "(" + std::to_string(c.num_heads) +
@@ -209,6 +298,10 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
 
   // ---- numerics ----
   if (const json* v = f.get("rms_norm_eps")) c.rms_norm_eps = float(f.positive_number("rms_norm_eps", *v));
+  if (c.arch == Arch::Gemma3) {
+    parse_gemma3(f, c);
+    return finish_tokens_and_dtype(f, c);
+  }
   const json* theta = f.get("rope_theta");
   if (theta) c.rope_theta = float(f.positive_number("rope_theta", *theta));
   if (const json* rs = f.get("rope_scaling")) f.require_default_rope("rope_scaling", *rs);
@@ -269,6 +362,11 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
                                         ": only 'full_attention' is supported");
   }
 
+  return finish_tokens_and_dtype(f, c);
+}
+
+namespace {
+ModelConfig& finish_tokens_and_dtype(const Fields& f, ModelConfig& c) {
   // ---- tokens and dtype ----
   c.bos_token_ids = f.token_ids("bos_token_id", c.vocab_size);
   c.eos_token_ids = f.token_ids("eos_token_id", c.vocab_size);
@@ -287,6 +385,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     f.fail_field(dtype_key, ": '" + c.torch_dtype + "' is not supported (float32, float16, bfloat16)");
   return c;
 }
+}  // namespace
 
 ModelConfig load_model_config(const std::string& path) {
   namespace fs = std::filesystem;

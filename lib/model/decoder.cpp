@@ -1,5 +1,5 @@
-// The Llama/Qwen2/Qwen3 decoder forward, in the order of HF's modeling_qwen2.py /
-// modeling_llama.py / modeling_qwen3.py.
+// The Llama/Qwen2/Qwen3/Gemma 3 decoder forward, in the order of HF's modeling_qwen2.py /
+// modeling_llama.py / modeling_qwen3.py / modeling_gemma3.py.
 //
 // Shapes: B batch, T tokens this step, P = past positions in the cache, S = P + T,
 // D hidden, H query heads, Hkv KV heads, hd head dim, F FFN width, V vocab.
@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "backend/forward_scope.h"
+#include "kernels/dtype_convert.cuh"
 #include "model/attend_probs.h"
 #include "model/lens.h"
 #include "model/masks.h"
@@ -35,11 +36,17 @@ Decoder::Decoder(const ModelConfig& cfg, const Weights& w, Backend& backend) : c
     p.bq = prep(lw.bq), p.bk = prep(lw.bk), p.bv = prep(lw.bv);
     p.q_norm = prep(lw.q_norm), p.k_norm = prep(lw.k_norm);
     p.wo = prep(lw.wo), p.bo = prep(lw.bo);
+    p.attn_post_norm = prep(lw.attn_post_norm);
     p.ffn_norm = prep(lw.ffn_norm);
     p.w_gate = prep(lw.w_gate), p.w_up = prep(lw.w_up), p.w_down = prep(lw.w_down);
+    p.ffn_post_norm = prep(lw.ffn_post_norm);
     w_.layers.push_back(std::move(p));
   }
   w_.storage = w.storage;
+  if (cfg_.embed_scaled) {
+    const float s = std::sqrt(float(cfg_.hidden_size));
+    embed_scale_ = backend_.compute_dtype() == "bf16" ? matmul_operand_bf16(s) : s;
+  }
 }
 
 Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, LogitsFor which) {
@@ -85,6 +92,9 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
 
   // What this architecture does not compute: a request for it ("*") lacks nothing.
   if (trace && !cfg_.qk_norm) trace->set_not_in_model({Hook::AttnQNorm, Hook::AttnKNorm});
+  if (trace && !cfg_.post_branch_norms) trace->set_not_in_model({Hook::AttnPostNorm, Hook::FfnPostNorm});
+  if (trace && !cfg_.any_sliding())
+    trace->set_not_in_model({Hook::MaskSliding, Hook::RopeCosLocal, Hook::RopeSinLocal});
   if (trace) trace->set_backend_activations(be.activations());   // which quant.* it computes
 
   hook(Hook::TokensInputIds, -1, in.input_ids);
@@ -102,9 +112,32 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
   hook(Hook::RopeSin, -1, sin_host);
   Tensor mask = be.upload(mask_host), cos = be.upload(cos_host), sin = be.upload(sin_host);
 
+  // Gemma 3's sliding layers: a query sees only the last sliding_window columns, and RoPE
+  // turns with their own base. The cache keeps every position (model/kv_cache.h): the window
+  // is this mask alone, so a sliding layer reads the same cache as a global one.
+  Tensor mask_local = mask, cos_local = cos, sin_local = sin;
+  if (cfg_.any_sliding()) {
+    Tensor sliding_host = sliding_combined_mask(in.attention_mask, T, cfg_.sliding_window);  // [B,T,S]
+    hook(Hook::MaskSliding, -1, sliding_host);
+    Tensor cos_local_host, sin_local_host;                   // [B,T,hd]
+    rope_tables(cos_local_host, sin_local_host, in.position_ids, int(hd), cfg_.rope_theta_local);
+    hook(Hook::RopeCosLocal, -1, cos_local_host);
+    hook(Hook::RopeSinLocal, -1, sin_local_host);
+    mask_local = be.upload(sliding_host);
+    cos_local = be.upload(cos_local_host);
+    sin_local = be.upload(sin_local_host);
+  }
+
   // ---- embedding -------------------------------------------------------------------------
   Tensor x = be.alloc({B, T, D});                            // x: [B,T,D] the residual stream
   be.embed(x, be.upload(in.input_ids), w_.embed);
+  if (cfg_.embed_scaled) {
+    // Gemma 3: rows times sqrt(D), the scale rounded to the dtype the model computes in, as
+    // HF's embed_scale.to(weight.dtype) (sqrt(640) = 25.298... is 25.25 in bfloat16).
+    Tensor scaled = be.alloc({B, T, D});                     // scaled: [B,T,D]
+    be.scale(scaled, x, embed_scale_);
+    x = scaled;
+  }
   site(Hook::Embed, -1, x);
 
   // The head on normed [B,T,D]. Its last column is computed on its own (B rows) whatever
@@ -147,9 +180,13 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     hook(Hook::LensTopkProbs, l, top.probs);
   };
 
-  const float scale = 1.0f / std::sqrt(float(hd));
+  const float scale = cfg_.attention_scale();               // hd^-0.5 (Gemma 3: query_pre_attn_scalar^-0.5)
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const LayerWeights& lw = w_.layers[l];
+    const bool sliding = cfg_.is_sliding(l);
+    const Tensor& layer_mask = sliding ? mask_local : mask;  // [B,T,S]
+    const Tensor& layer_cos = sliding ? cos_local : cos;     // [B,T,hd]
+    const Tensor& layer_sin = sliding ? sin_local : sin;     // [B,T,hd]
     site(Hook::ResidPre, l, x);
 
     // ---- attention: h = x + o_proj(attn(rope(q), rope(k), v)) ----
@@ -172,7 +209,7 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     site(Hook::AttnK, l, k);
     site(Hook::AttnV, l, v);
 
-    // Qwen3: each head's q and k RMS-normed over its hd values (weights [hd], shared by the
+    // Qwen3, Gemma 3: each head's q and k RMS-normed over its hd values (weights [hd], shared by the
     // heads) before RoPE, so no head's scores grow with the scale of its projections.
     if (cfg_.qk_norm) {
       Tensor q_normed = be.alloc({B, H, T, hd});             // q_normed: [B,H,T,hd]
@@ -187,8 +224,8 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
 
     Tensor q_rope = be.alloc({B, H, T, hd});                 // q_rope: [B,H,T,hd]
     Tensor k_rope = be.alloc({B, Hkv, T, hd});               // k_rope: [B,Hkv,T,hd]
-    be.rope(q_rope, q, cos, sin);
-    be.rope(k_rope, k, cos, sin);
+    be.rope(q_rope, q, layer_cos, layer_sin);
+    be.rope(k_rope, k, layer_cos, layer_sin);
     site(Hook::AttnQRope, l, q_rope);
     site(Hook::AttnKRope, l, k_rope);
 
@@ -212,7 +249,7 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     if (wants(Hook::AttnScores, l)) scores = be.alloc({B, H, T, S});
     if (wants(Hook::AttnProbs, l) || edit_probs) probs = be.alloc({B, H, T, S});
     Tensor z = be.alloc({B, T, H, hd});                      // z: [B,T,H,hd] = probs @ v
-    be.attention(z, q_rope, *keys, *values, S, mask, scale, scores.defined() ? &scores : nullptr,
+    be.attention(z, q_rope, *keys, *values, S, layer_mask, scale, scores.defined() ? &scores : nullptr,
                  probs.defined() ? &probs : nullptr);
     if (scores.defined()) hook(Hook::AttnScores, l, scores);
     if (probs.defined()) site(Hook::AttnProbs, l, probs);
@@ -223,11 +260,18 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     Tensor attn_out = be.alloc({B, T, D});                   // attn_out: [B,T,D]
     be.linear(attn_out, z.reshape({B, T, H * hd}), lw.wo, lw.bo);
     site(Hook::AttnOut, l, attn_out);
+    // Gemma 3: the branch is RMS-normed before it joins the stream.
+    Tensor attn_branch = attn_out;                           // attn_branch: [B,T,D]
+    if (cfg_.post_branch_norms) {
+      attn_branch = be.alloc({B, T, D});
+      be.rmsnorm(attn_branch, attn_out, lw.attn_post_norm, cfg_.rms_norm_eps);
+      site(Hook::AttnPostNorm, l, attn_branch);
+    }
     Tensor resid_mid = be.alloc({B, T, D});                  // resid_mid: [B,T,D]
-    be.add(resid_mid, x, attn_out);
+    be.add(resid_mid, x, attn_branch);
     site(Hook::ResidMid, l, resid_mid);
 
-    // ---- MLP: down_proj(silu(gate_proj(h)) * up_proj(h)) ----
+    // ---- MLP: down_proj(silu(gate_proj(h)) * up_proj(h))  (Gemma 3: gelu_tanh for silu) ----
     Tensor hn = be.alloc({B, T, D});                         // hn: [B,T,D]
     be.rmsnorm(hn, resid_mid, lw.ffn_norm, cfg_.rms_norm_eps);
     hook(Hook::FfnNorm, l, hn);
@@ -239,14 +283,21 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     hook(Hook::FfnGate, l, gate);
     hook(Hook::FfnUp, l, up);
     Tensor act = be.alloc({B, T, F});                        // act: [B,T,F]
-    be.swiglu(act, gate, up);
+    if (cfg_.gelu_tanh_ffn) be.geglu_tanh(act, gate, up);
+    else be.swiglu(act, gate, up);
     site(Hook::FfnAct, l, act);
     quant_hooks(Hook::QuantFfnActQ8, Hook::QuantFfnActQ8Scale, l, act, lw.w_down, act.shape());
     Tensor ffn_out = be.alloc({B, T, D});                    // ffn_out: [B,T,D]
     be.linear(ffn_out, act, lw.w_down, Tensor());
     site(Hook::FfnOut, l, ffn_out);
+    Tensor ffn_branch = ffn_out;                             // ffn_branch: [B,T,D]
+    if (cfg_.post_branch_norms) {
+      ffn_branch = be.alloc({B, T, D});
+      be.rmsnorm(ffn_branch, ffn_out, lw.ffn_post_norm, cfg_.rms_norm_eps);
+      site(Hook::FfnPostNorm, l, ffn_branch);
+    }
     Tensor resid_post = be.alloc({B, T, D});                 // resid_post: [B,T,D]
-    be.add(resid_post, resid_mid, ffn_out);
+    be.add(resid_post, resid_mid, ffn_branch);
     site(Hook::ResidPost, l, resid_post);
     lens(l, resid_post);
     x = resid_post;

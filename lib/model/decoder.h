@@ -1,4 +1,4 @@
-// Decoder: the Llama/Qwen2/Qwen3 forward pass, written once against the Backend interface.
+// Decoder: the Llama/Qwen2/Qwen3/Gemma 3 forward pass, written once against the Backend interface.
 #pragma once
 #include "backend/backend.h"
 #include "model/config.h"
@@ -34,6 +34,7 @@ class Decoder {
   ModelConfig cfg_;
   Backend& backend_;
   Weights w_;   // prepared for backend_
+  float embed_scale_ = 1.0f;   // Gemma 3: sqrt(D) in the compute dtype
 };
 
 }  // namespace lmscope

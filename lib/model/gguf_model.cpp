@@ -52,8 +52,12 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     c.arch = Arch::Qwen3;
     c.architecture = "Qwen3ForCausalLM";
     c.qk_norm = true;   // blk.N.attn_q_norm / attn_k_norm: HF's q_norm / k_norm
+  } else if (arch == "gemma3") {
+    c.arch = Arch::Gemma3;
+    c.architecture = "Gemma3ForCausalLM";
+    c.qk_norm = c.embed_scaled = c.post_branch_norms = c.gelu_tanh_ffn = true;
   } else {
-    fail_file(path, "key 'general.architecture' = '" + arch + "' is not supported (llama, qwen2, qwen3)");
+    fail_file(path, "key 'general.architecture' = '" + arch + "' is not supported (llama, qwen2, qwen3, gemma3)");
   }
   const std::string a = arch + ".";
 
@@ -65,8 +69,10 @@ ModelConfig gguf_model_config(const GgufFile& f) {
     if (t != "none")
       fail_file(path, "key '" + a + "rope.scaling.type' = '" + t + "' is not supported (only plain RoPE)");
   }
-  if (f.has(a + "attention.sliding_window"))
+  if (c.arch != Arch::Gemma3 && f.has(a + "attention.sliding_window"))
     fail_file(path, "key '" + a + "attention.sliding_window' is present: sliding window attention is not supported");
+  for (const char* cap : {"attn_logit_softcapping", "final_logit_softcapping"})
+    if (f.has(a + cap)) fail_file(path, "key '" + a + cap + "' is present: soft-capping is not supported");
 
   // ---- sizes ----
   c.num_layers = positive(f, a + "block_count");
@@ -112,8 +118,20 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   const std::string eps_key = a + "attention.layer_norm_rms_epsilon";
   c.rms_norm_eps = float(f.get_float(eps_key));
   if (!(c.rms_norm_eps > 0)) fail_file(path, "key '" + eps_key + "' must be positive");
-  c.rope_theta = float(f.get_float(a + "rope.freq_base", 10000.0));
+  c.rope_theta = float(f.get_float(a + "rope.freq_base", c.arch == Arch::Gemma3 ? 1000000.0 : 10000.0));
   if (!(c.rope_theta > 0)) fail_file(path, "key '" + a + "rope.freq_base' must be positive");
+  if (c.arch == Arch::Gemma3) {
+    // The GGUF holds the window but neither which layers slide nor their RoPE base: llama.cpp
+    // (src/llama-model.cpp, LLM_ARCH_GEMMA3) hard-codes both for the architecture, as
+    // Gemma3TextConfig's defaults do: every layer but each 6th slides, local base 10,000.
+    // Its attention scale is head_dim^-0.5 (query_pre_attn_scalar = head_dim in every Gemma 3
+    // but the 27B, which llama.cpp special-cases and lmscope does not know from the file).
+    c.sliding_window = positive(f, a + "attention.sliding_window", 4096);
+    c.sliding_layers.assign(c.num_layers, false);
+    for (int i = 0; i < c.num_layers; ++i) c.sliding_layers[i] = (i + 1) % 6 != 0;
+    c.rope_theta_local = 10000.0f;
+    c.query_pre_attn_scalar = float(c.head_dim);
+  }
 
   // ---- tying and biases, from the tensors present (as HF's GGUF loader decides tying) ----
   c.tie_word_embeddings = !f.has_tensor("output.weight");
@@ -157,6 +175,15 @@ ModelConfig gguf_model_config(const GgufFile& f) {
       {"gguf_file_type", f.has("general.file_type") ? nlohmann::json(f.get_int("general.file_type")) : nlohmann::json(nullptr)},
       {"gguf_name", f.get_string("general.name", "")},
   };
+  if (c.arch == Arch::Gemma3) {
+    nlohmann::json types = nlohmann::json::array();
+    for (int i = 0; i < c.num_layers; ++i) types.push_back(c.is_sliding(i) ? "sliding_attention" : "full_attention");
+    j["hidden_activation"] = "gelu_pytorch_tanh";
+    j["query_pre_attn_scalar"] = c.query_pre_attn_scalar;
+    j["sliding_window"] = c.sliding_window;
+    j["layer_types"] = types;
+    j["rope_local_base_freq"] = c.rope_theta_local;
+  }
   c.json_text = j.dump();
   return c;
 }
@@ -301,10 +328,15 @@ GgufModel load_gguf_model(const std::string& path) {
     }
     L.wo = get(p + "attn_output.weight", {D, Q});
     if (c.o_proj_bias) L.bo = get(p + "attn_output.bias", {D});
+    // Gemma 3: post_attention_norm is HF's post_attention_layernorm, ffn_norm its
+    // pre_feedforward_layernorm (not Llama's post_attention_layernorm), post_ffw_norm its
+    // post_feedforward_layernorm; every norm already holds 1 + w.
+    if (c.post_branch_norms) L.attn_post_norm = get(p + "post_attention_norm.weight", {D});
     L.ffn_norm = get(p + "ffn_norm.weight", {D});
     L.w_gate = get(p + "ffn_gate.weight", {F, D});
     L.w_up = get(p + "ffn_up.weight", {F, D});
     L.w_down = get(p + "ffn_down.weight", {D, F});
+    if (c.post_branch_norms) L.ffn_post_norm = get(p + "post_ffw_norm.weight", {D});
   }
   for (const auto& t : f.tensors())
     if (!used.count(t.name))

@@ -1,5 +1,9 @@
 // KVCache: per layer, the RoPE-rotated keys and the values of every position seen so far.
 // Positions are columns of the batch (pads included), exactly like HF's DynamicCache.
+// A sliding-window layer (Gemma 3) keeps every position too, not only its last window: the
+// window is its attention mask (model/masks.h), so the cache is right past the window at the
+// cost of memory HF's sliding cache layers would not hold (DynamicSlidingWindowLayer keeps
+// window - 1 positions).
 #pragma once
 #include <vector>
 

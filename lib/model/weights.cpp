@@ -42,10 +42,17 @@ Weights load_weights(const ModelConfig& cfg, const std::string& dir) {
   const bool o_bias = cfg.o_proj_bias && cfg.arch != Arch::Qwen2;
   const int64_t hd = cfg.head_dim;
 
+  // Gemma 3's norms hold w of x * (1 + w): ours hold the multiplier (config.h).
+  const bool gemma = cfg.arch == Arch::Gemma3;
+  auto norm = [&](const std::string& name, int64_t n) {
+    const Tensor t = f.get(name, {n});
+    return gemma ? gemma_norm_multiplier(t) : t;
+  };
+
   Weights w;
   w.storage = st.storage();
   w.embed = f.get("model.embed_tokens.weight", {V, D});
-  w.final_norm = f.get("model.norm.weight", {D});
+  w.final_norm = norm("model.norm.weight", D);
   // Tied: lm_head *is* embed_tokens (HF ties the parameters), so a stray lm_head.weight in
   // the file is ignored, as HF's tie_weights() does.
   w.lm_head = cfg.tie_word_embeddings ? w.embed : f.get("lm_head.weight", {V, D});
@@ -63,7 +70,7 @@ Weights load_weights(const ModelConfig& cfg, const std::string& dir) {
   for (int l = 0; l < cfg.num_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     LayerWeights& L = w.layers[l];
-    L.attn_norm = f.get(p + "input_layernorm.weight", {D});
+    L.attn_norm = norm(p + "input_layernorm.weight", D);
     L.wq = f.get(p + "self_attn.q_proj.weight", {Q, D});
     L.wk = f.get(p + "self_attn.k_proj.weight", {KV, D});
     L.wv = f.get(p + "self_attn.v_proj.weight", {KV, D});
@@ -73,17 +80,30 @@ Weights load_weights(const ModelConfig& cfg, const std::string& dir) {
       L.bv = f.get(p + "self_attn.v_proj.bias", {KV});
     }
     if (cfg.qk_norm) {
-      L.q_norm = f.get(p + "self_attn.q_norm.weight", {hd});
-      L.k_norm = f.get(p + "self_attn.k_norm.weight", {hd});
+      L.q_norm = norm(p + "self_attn.q_norm.weight", hd);
+      L.k_norm = norm(p + "self_attn.k_norm.weight", hd);
     }
     L.wo = f.get(p + "self_attn.o_proj.weight", {D, Q});
     if (o_bias) L.bo = f.get(p + "self_attn.o_proj.bias", {D});
-    L.ffn_norm = f.get(p + "post_attention_layernorm.weight", {D});
+    if (gemma) {   // Gemma 3: post_attention_layernorm is the attention branch's output norm
+      L.attn_post_norm = norm(p + "post_attention_layernorm.weight", D);
+      L.ffn_norm = norm(p + "pre_feedforward_layernorm.weight", D);
+      L.ffn_post_norm = norm(p + "post_feedforward_layernorm.weight", D);
+    } else {
+      L.ffn_norm = f.get(p + "post_attention_layernorm.weight", {D});
+    }
     L.w_gate = f.get(p + "mlp.gate_proj.weight", {F, D});
     L.w_up = f.get(p + "mlp.up_proj.weight", {F, D});
     L.w_down = f.get(p + "mlp.down_proj.weight", {D, F});
   }
   return w;
+}
+
+Tensor gemma_norm_multiplier(const Tensor& w) {
+  const Tensor w32 = w.to_f32();
+  Tensor out = Tensor::zeros(w32.shape());
+  for (int64_t i = 0; i < w32.numel(); ++i) out.f32()[i] = 1.0f + w32.f32()[i];
+  return out;
 }
 
 std::vector<std::pair<std::string, const Tensor*>> named_weights(const Weights& w) {
@@ -106,10 +126,16 @@ std::vector<std::pair<std::string, const Tensor*>> named_weights(const Weights& 
     add(p + "self_attn.o_proj.bias", L.bo);
     add(p + "self_attn.q_norm.weight", L.q_norm);   // after o_proj, as Qwen3Attention declares them
     add(p + "self_attn.k_norm.weight", L.k_norm);
-    add(p + "post_attention_layernorm.weight", L.ffn_norm);
+    if (L.attn_post_norm.defined()) {   // Gemma 3's four norms (each its multiplier 1 + w)
+      add(p + "post_attention_layernorm.weight", L.attn_post_norm);
+      add(p + "pre_feedforward_layernorm.weight", L.ffn_norm);
+    } else {
+      add(p + "post_attention_layernorm.weight", L.ffn_norm);
+    }
     add(p + "mlp.gate_proj.weight", L.w_gate);
     add(p + "mlp.up_proj.weight", L.w_up);
     add(p + "mlp.down_proj.weight", L.w_down);
+    add(p + "post_feedforward_layernorm.weight", L.ffn_post_norm);
   }
   add("model.norm.weight", w.final_norm);
   add("lm_head.weight", w.lm_head);

@@ -11,10 +11,10 @@ namespace lmscope {
 enum class Hook : int {
   // global, before the layers
   TokensInputIds, TokensAttentionMask, TokensPositionIds, Embed,
-  MaskCausal, MaskPadding, MaskCombined, RopeCos, RopeSin,
+  MaskCausal, MaskPadding, MaskCombined, MaskSliding, RopeCos, RopeSin, RopeCosLocal, RopeSinLocal,
   // per layer
   ResidPre, AttnNorm, AttnQ, AttnK, AttnV, AttnQNorm, AttnKNorm, AttnQRope, AttnKRope, AttnScores, AttnProbs,
-  AttnZ, AttnOut, ResidMid, FfnNorm, FfnGate, FfnUp, FfnAct, FfnOut, ResidPost, KvK, KvV,
+  AttnZ, AttnOut, AttnPostNorm, ResidMid, FfnNorm, FfnGate, FfnUp, FfnAct, FfnOut, FfnPostNorm, ResidPost, KvK, KvV,
   // per layer, opt-in (see HookInfo::opt_in): the logit lens of resid_post (model/lens.h)
   LensLogits, LensTopkIds, LensTopkProbs,
   // global, after the layers

@@ -264,6 +264,21 @@ TEST(CudaKernels, GegluTanh) {
   }
 }
 
+// Gemma 3's embedding scale: one float32 product per element, the same bits on both backends.
+TEST(CudaKernels, Scale) {
+  LMSCOPE_CUDA_OR_SKIP(gpu, "f32");
+  CpuBackend cpu;
+  for (int64_t n : {1, 257, 640 * 3}) {
+    Tensor a = randn({n}, 17, 3.0f);
+    Tensor ref = cpu.alloc({n});
+    cpu.scale(ref, a, 25.298221f);
+    Tensor out = gpu->alloc({n});
+    gpu->scale(out, gpu->upload(a), 25.298221f);
+    EXPECT_TRUE(close(host(*gpu, out), ref, 0, 0)) << n;
+    EXPECT_EQ(ref.f32()[0], 25.298221f * a.f32()[0]);
+  }
+}
+
 // ---- attention ------------------------------------------------------------------------------
 
 struct AttnCase {

@@ -172,6 +172,41 @@ TEST(GgufModel, TinyQwen3HasQKNormsAndIsNotPermuted) {
   }
 }
 
+// Gemma 3: the window from the file; which layers slide, their RoPE base and the attention
+// scale from the architecture (llama.cpp hard-codes them); ffn_norm is HF's
+// pre_feedforward_layernorm and post_attention_norm its post_attention_layernorm; the norms are
+// taken as stored (the file holds 1 + w).
+TEST(GgufModel, TinyGemma3) {
+  TempDir d;
+  ggtest::TinyGguf g;
+  g.arch = "gemma3";
+  g.permute_qk = false;
+  g.tied = true;
+  const std::string path = write_gguf(d, ggtest::tiny_gguf(g));
+  const GgufModel m = load_gguf_model(path);
+  EXPECT_EQ(m.cfg.arch, Arch::Gemma3);
+  EXPECT_TRUE(m.cfg.qk_norm && m.cfg.embed_scaled && m.cfg.post_branch_norms && m.cfg.gelu_tanh_ffn);
+  EXPECT_EQ(m.cfg.sliding_window, 3);
+  EXPECT_EQ(m.cfg.sliding_layers, (std::vector<bool>{true, true}));   // layers 0, 1 of the 6-pattern
+  EXPECT_EQ(m.cfg.rope_theta, 10000.0f);                              // the file's freq_base
+  EXPECT_EQ(m.cfg.rope_theta_local, 10000.0f);
+  EXPECT_EQ(m.cfg.attention_scale(), 0.5f);                           // head_dim 4: 4^-0.5
+  const GgufFile f = GgufFile::open(path);
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    const LayerWeights& L = m.weights.layers[l];
+    expect_same(L.attn_post_norm, f.to_f32(f.tensor_info(p + "post_attention_norm.weight")), "attn_post_norm");
+    expect_same(L.ffn_norm, f.to_f32(f.tensor_info(p + "ffn_norm.weight")), "ffn_norm");
+    expect_same(L.ffn_post_norm, f.to_f32(f.tensor_info(p + "post_ffw_norm.weight")), "ffn_post_norm");
+    expect_same(L.q_norm, f.to_f32(f.tensor_info(p + "attn_q_norm.weight")), "q_norm");
+  }
+  ggtest::Writer w = ggtest::tiny_gguf(g);
+  w.kv_f32("gemma3.final_logit_softcapping", 30.0f);
+  const std::string capped = write_gguf(d, w, "capped.gguf");
+  expect_error([&] { load_gguf_model(capped); }, capped,
+               {"key 'gemma3.final_logit_softcapping' is present: soft-capping is not supported"});
+}
+
 TEST(GgufModel, UppercaseExtensionAndMagicDispatch) {
   TempDir d;
   const std::string p = write_gguf(d, ggtest::tiny_gguf({}), "TINY.GGUF");

@@ -165,6 +165,7 @@ inline Writer tiny_gguf(const TinyGguf& s) {
   w.kv_f32(a + "rope.freq_base", 10000.0f);
   w.kv_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
   w.kv_u32(a + "rope.dimension_count", 4);
+  if (s.arch == "gemma3") w.kv_u32(a + "attention.sliding_window", 3);
   w.kv_u32("tokenizer.ggml.bos_token_id", 1);
   w.kv_u32("tokenizer.ggml.eos_token_id", 2);
   w.kv_u32("tokenizer.ggml.padding_token_id", 0);
@@ -196,14 +197,17 @@ inline Writer tiny_gguf(const TinyGguf& s) {
       add(p + "attn_v.bias", KV, 1);
     }
     add(p + "attn_output.weight", D, Q);
-    if (s.arch == "qwen3") {   // [hd]: HF's q_norm / k_norm
+    const bool gemma = s.arch == "gemma3";
+    if (s.arch == "qwen3" || gemma) {   // [hd]: HF's q_norm / k_norm
       add(p + "attn_q_norm.weight", Q / 2, 1);
       add(p + "attn_k_norm.weight", Q / 2, 1);
     }
+    if (gemma) add(p + "post_attention_norm.weight", D, 1);   // HF's post_attention_layernorm
     add(p + "ffn_norm.weight", D, 1);
     add(p + "ffn_gate.weight", F, D);
     add(p + "ffn_up.weight", F, D);
     add(p + "ffn_down.weight", D, F);
+    if (gemma) add(p + "post_ffw_norm.weight", D, 1);         // HF's post_feedforward_layernorm
   }
   return w;
 }

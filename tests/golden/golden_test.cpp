@@ -7,7 +7,9 @@
 
 #include "tests/golden_manifest.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -111,3 +113,37 @@ TEST_P(SmolLM2, MatchesHuggingFace) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ChatPrompts, SmolLM2, ::testing::Values(0, 1));
+
+// Gemma 3 270M (the real Q4_K_M file of scripts/fetch-gemma3-model.sh, dequantized to float32 by
+// HF; lmscope multiplies by its blocks): two plain prompts, BOS first, greedy, golden/gemma3/
+// (made by golden/make_golden.py --gemma3). Skipped, saying so, when the file is absent: it is
+// fetched only on request (Google's Gemma terms apply to it).
+class Gemma3Real : public ::testing::TestWithParam<int> {};
+
+TEST_P(Gemma3Real, MatchesHuggingFace) {
+  std::ifstream mf(kRoot + "/golden/gemma3/manifest.json");
+  ASSERT_TRUE(mf) << "golden/gemma3/manifest.json is missing";
+  nlohmann::json m = nlohmann::json::parse(mf);
+  const std::string model = kRoot + "/" + m["model"].get<std::string>();
+  if (!fs::exists(model)) GTEST_SKIP() << model << " is absent: run scripts/fetch-gemma3-model.sh";
+  const nlohmann::json g = m["traces"][GetParam()];
+  const std::string ours = temp_path(g["name"]).string();
+  auto generated = run_lmscope(model, g, m["hooks"], ours);
+  EXPECT_EQ(generated[0], g["generated_ids"].get<std::vector<int32_t>>()) << g["text"];
+
+  TraceReader a(ours), ref(kRoot + "/" + g["file"].get<std::string>());
+  CompareReport rep = compare_traces(a, ref, CompareOptions{});
+  EXPECT_TRUE(rep.missing_in_a.empty()) << rep.missing_in_a.front().hook;
+  EXPECT_TRUE(rep.pass) << report_text(rep, false);
+  // What docs/gemma3.md quotes: the largest max_abs / max|HF| of the top-10 raw logits and of
+  // the last layer's output over every step.
+  for (const std::string hook : {"sample.raw", "layers.17.resid_post"}) {
+    double worst = 0;
+    for (const HookResult& r : rep.results)
+      if (r.hook == hook) worst = std::max(worst, r.m.rel);
+    std::cout << "[ measure ] " << g["name"].get<std::string>() << " " << hook << ": max rel " << worst << "\n";
+  }
+  fs::remove(ours);
+}
+
+INSTANTIATE_TEST_SUITE_P(Prompts, Gemma3Real, ::testing::Values(0, 1));

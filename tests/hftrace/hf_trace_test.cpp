@@ -204,7 +204,8 @@ INSTANTIATE_TEST_SUITE_P(Manifest, HfTraceGolden, ::testing::ValuesIn(golden::na
 
 // The other cache setting than the committed golden, on every architecture: tiny-qwen2's and
 // tiny-llama's cached goldens (a) against fresh uncached runs, and the uncached goldens (c) of
-// tiny-qwen2 and tiny-qwen3 (left-padded) against fresh cached runs. lmscope-diff aligns the two
+// tiny-qwen2, tiny-qwen3 and tiny-gemma3 (left-padded; Gemma's sliding layers' window) against
+// fresh cached runs. lmscope-diff aligns the two
 // (the last T rows; kv.* against the uncached k_rope / v), so the cached and uncached paths of
 // the tool agree with each other.
 struct CrossCase {
@@ -237,7 +238,8 @@ TEST_P(HfTraceCross, OtherCacheSettingPassesLmscopeDiff) {
 
 INSTANTIATE_TEST_SUITE_P(Manifest, HfTraceCross,
                          ::testing::Values(CrossCase{"tiny-qwen2-a", false}, CrossCase{"tiny-llama-a", false},
-                                           CrossCase{"tiny-qwen2-c", true}, CrossCase{"tiny-qwen3-c", true}),
+                                           CrossCase{"tiny-qwen2-c", true}, CrossCase{"tiny-qwen3-c", true},
+                                           CrossCase{"tiny-gemma3-c", true}),
                          [](const auto& info) {
                            std::string n = std::string(info.param.golden) + (info.param.use_cache ? "_cached" : "_uncached");
                            for (char& c : n)

@@ -1,6 +1,8 @@
 // parse_model_config: fields, defaults, and one-line refusals that name the field.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "io_test_util.h"
 #include "model/config.h"
 
@@ -117,6 +119,73 @@ TEST(Config, Qwen3) {
   expect_config_error(qwen2(",\"head_dim\":16", sliding), {"field 'use_sliding_window'", "is not supported"});
 }
 
+// Gemma 3 as transformers 5 saves it (golden/models/tiny-gemma3's fields), with `extra`
+// spliced in and `replace` editing the base.
+std::string gemma3(const std::string& extra = "", std::map<std::string, std::string> replace = {}) {
+  std::map<std::string, std::string> f = {
+      {"architectures", "[\"Gemma3ForCausalLM\"]"}, {"model_type", "\"gemma3_text\""},
+      {"hidden_size", "48"}, {"intermediate_size", "128"}, {"num_hidden_layers", "3"},
+      {"num_attention_heads", "2"}, {"num_key_value_heads", "1"}, {"head_dim", "32"},
+      {"rms_norm_eps", "1e-06"}, {"vocab_size", "100"}, {"hidden_activation", "\"gelu_pytorch_tanh\""},
+      {"query_pre_attn_scalar", "24"}, {"sliding_window", "4"},
+      {"layer_types", "[\"sliding_attention\",\"sliding_attention\",\"full_attention\"]"},
+      {"rope_parameters", "{\"full_attention\":{\"rope_theta\":1000000.0,\"rope_type\":\"default\"},"
+                          "\"sliding_attention\":{\"rope_theta\":10000.0,\"rope_type\":\"default\"}}"},
+      {"final_logit_softcapping", "null"}, {"attn_logit_softcapping", "null"},
+      {"use_bidirectional_attention", "false"}, {"tie_word_embeddings", "true"}};
+  for (auto& [k, v] : replace) {
+    if (v.empty()) f.erase(k);
+    else f[k] = v;
+  }
+  std::string s = "{";
+  for (auto& [k, v] : f) {
+    if (s.size() > 1) s += ",";
+    s += "\"" + k + "\":" + v;
+  }
+  return s + extra + "}";
+}
+
+// Gemma 3: which layers slide and their RoPE base, the attention scale, and the refusals that
+// name the key (soft-capping, another activation, bidirectional attention, rope scaling).
+TEST(Config, Gemma3) {
+  auto c = parse_model_config(gemma3(), kSrc);
+  EXPECT_EQ(c.arch, Arch::Gemma3);
+  EXPECT_TRUE(c.qk_norm && c.embed_scaled && c.post_branch_norms && c.gelu_tanh_ffn);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.sliding_window, 4);
+  EXPECT_EQ(c.sliding_layers, (std::vector<bool>{true, true, false}));
+  EXPECT_TRUE(c.is_sliding(0) && !c.is_sliding(2) && !c.is_sliding(3));
+  EXPECT_EQ(c.rope_theta, 1000000.0f);
+  EXPECT_EQ(c.rope_theta_local, 10000.0f);
+  EXPECT_EQ(c.attention_scale(), float(1.0 / std::sqrt(24.0)));   // not 32^-0.5
+  EXPECT_EQ(parse_model_config(qwen2(), kSrc).attention_scale(), 1.0f / std::sqrt(16.0f));
+
+  // transformers 4 spelling: rope_theta + rope_local_base_freq, the pattern as an int (every
+  // 6th layer global, Gemma3TextConfig's default).
+  c = parse_model_config(gemma3(",\"rope_theta\":1000.0,\"rope_local_base_freq\":50.0,\"sliding_window_pattern\":2",
+                                {{"rope_parameters", ""}, {"layer_types", ""}, {"num_hidden_layers", "4"}}),
+                         kSrc);
+  EXPECT_EQ(c.rope_theta, 1000.0f);
+  EXPECT_EQ(c.rope_theta_local, 50.0f);
+  EXPECT_EQ(c.sliding_layers, (std::vector<bool>{true, false, true, false}));
+  c = parse_model_config(gemma3("", {{"layer_types", ""}, {"num_hidden_layers", "7"}}), kSrc);
+  EXPECT_EQ(c.sliding_layers, (std::vector<bool>{true, true, true, true, true, false, true}));
+
+  expect_config_error(gemma3("", {{"final_logit_softcapping", "30.0"}}),
+                      {"field 'final_logit_softcapping' = 30.0: soft-capping is not supported"});
+  expect_config_error(gemma3("", {{"attn_logit_softcapping", "50.0"}}), {"field 'attn_logit_softcapping'"});
+  expect_config_error(gemma3("", {{"hidden_activation", "\"gelu\""}}),
+                      {"field 'hidden_activation': 'gelu' is not supported (only 'gelu_pytorch_tanh')"});
+  expect_config_error(gemma3("", {{"use_bidirectional_attention", "true"}}), {"field 'use_bidirectional_attention'"});
+  expect_config_error(gemma3("", {{"layer_types", "[\"full_attention\"]"}}),
+                      {"field 'layer_types' must be a list of 3 strings"});
+  expect_config_error(gemma3("", {{"layer_types", "[\"full_attention\",\"chunked_attention\",\"full_attention\"]"}}),
+                      {"field 'layer_types': entry 1 is \"chunked_attention\""});
+  expect_config_error(gemma3("", {{"rope_parameters", "{\"full_attention\":{\"rope_type\":\"linear\",\"factor\":8.0}}"}}),
+                      {"field 'rope_parameters.full_attention': type 'linear' is not supported"});
+  expect_config_error(gemma3("", {{"head_dim", ""}}), {"field 'head_dim' is missing"});
+}
+
 TEST(Config, LayerTypes) {
   EXPECT_NO_THROW(parse_model_config(qwen2(",\"layer_types\":[\"full_attention\",\"full_attention\"]"), kSrc));
   expect_config_error(qwen2(",\"layer_types\":[\"full_attention\",\"sliding_attention\"]"),
@@ -190,7 +259,8 @@ TEST(Config, WrongFieldType) {
 
 TEST(Config, UnsupportedArchitecture) {
   expect_config_error(qwen2("", {{"architectures", "[\"MistralForCausalLM\"]"}, {"model_type", "\"mistral\""}}),
-                      {"field 'architectures': 'MistralForCausalLM' is not supported (Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM)"});
+                      {"field 'architectures': 'MistralForCausalLM' is not supported (Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM, "
+                       "Gemma3ForCausalLM)"});
   expect_config_error(qwen2("", {{"model_type", "\"llama\""}}),
                       {"field 'model_type': 'llama' does not match architectures 'Qwen2ForCausalLM'"});
   // Without "architectures", model_type decides.

@@ -316,6 +316,15 @@ void CpuBackend::add(Tensor& out, const Tensor& a, const Tensor& b) {
   for (int64_t i = 0; i < n; ++i) o[i] = A[i] + Bp[i];
 }
 
+void CpuBackend::scale(Tensor& out, const Tensor& x, float s) {
+  const int64_t n = out.numel();
+  check(x.numel() == n, "scale: sizes");
+  const float* X = x.f32();
+  float* o = out.f32();
+#pragma omp parallel for if (n >= kParallelFrom)
+  for (int64_t i = 0; i < n; ++i) o[i] = s * X[i];
+}
+
 void CpuBackend::select_column(Tensor& out, const Tensor& x, int64_t t) {
   const int64_t B = x.dim(0), T = x.dim(1), D = x.dim(2);
   check(t >= 0 && t < T && out.numel() == B * D, "select_column: shapes");

@@ -47,6 +47,7 @@ class CpuBackend final : public Backend {
   void swiglu(Tensor& out, const Tensor& gate, const Tensor& up) override;
   void geglu_tanh(Tensor& out, const Tensor& gate, const Tensor& up) override;
   void add(Tensor& out, const Tensor& a, const Tensor& b) override;
+  void scale(Tensor& out, const Tensor& x, float s) override;
   void select_column(Tensor& out, const Tensor& x, int64_t t) override;
   bool quantize_activations_for_hook(const Tensor& x, const Tensor& W, Tensor& codes, Tensor& scales) override;
   // Backward ops (cpu_backward.cpp).

@@ -418,6 +418,14 @@ class CudaBackend final : public Backend {
     cuda::add(f(out), f(a), f(b), n, st_);
   }
 
+  void scale(Tensor& out, const Tensor& x, float s) override {
+    forget_rounded();
+    const int64_t n = out.numel();
+    check(x.numel() == n, "scale: sizes");
+    auto timing = timed([&] { return "scale n=" + std::to_string(n); }, 8.0 * n);
+    cuda::scale(f(out), f(x), s, n, st_);
+  }
+
   void select_column(Tensor& out, const Tensor& x, int64_t t) override {
     forget_rounded();
     const int64_t B = x.dim(0), T = x.dim(1), D = x.dim(2);
