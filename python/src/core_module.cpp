@@ -261,13 +261,10 @@ class Engine {
  private:
   py::PythonHook python_hook(const std::string& site, const pyb::function& fn) const {
     const auto parsed = parse_hook_name(site);
-    // "layers.3.attn.z" -> "layers.L.attn.z", the spelling of intervention_site_names()
-    const std::string generic = site.rfind("layers.", 0) == 0 ? "layers.L." + site.substr(site.find('.', 7) + 1) : site;
-    const auto& editable = intervention_site_names();
-    if (!parsed || std::find(editable.begin(), editable.end(), generic) == editable.end())
+    if (!parsed || !hook_info(parsed->id).editable)
       throw pyb::value_error("hook site '" + site + "' is not an editable site (" + [&] {
         std::string all;
-        for (const std::string& s : editable) all += (all.empty() ? "" : ", ") + s;
+        for (const std::string& s : intervention_site_names()) all += (all.empty() ? "" : ", ") + s;
         return all;
       }() + ")");
     if (hook_info(parsed->id).per_layer && (parsed->layer < 0 || parsed->layer >= m_->loaded.cfg.num_layers))
@@ -313,6 +310,9 @@ PYBIND11_MODULE(_core, mod) {
       throw pyb::error_already_set();
     }
   });
+  // The hooks a Python function or an intervention may edit (HookInfo::editable), in forward
+  // order, as docs/hooks.md names them: "embed", "layers.L.resid_pre", ..., "logits".
+  mod.def("editable_hooks", [] { return intervention_site_names(); });
   // A hook's axis names as docs/hooks.md gives them ("layers.3.attn.q" -> "B,H,T,hd"), "" for
   // a name that is no hook.
   mod.def("hook_axes", [](const std::string& name) -> std::string {
