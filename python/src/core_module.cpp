@@ -1,5 +1,5 @@
 // lmscope._core: the engine itself for Python (docs/python.md, "The engine in Python"). One
-// class, Engine: a model loaded as the tools load it (tools/model_args.h), its tokenizer, and
+// class, Engine: a model opened as the tools open it (runs/open_model.h), its tokenizer, and
 // run(), the one way Python runs the model: generate() with HF's semantics (run_traced, as
 // lmscope-trace runs it), hook tensors kept in memory (ArraySink) and/or written to a trace
 // file, edits by spec interventions and Python functions (PythonHooks). The friendly calls
@@ -23,10 +23,10 @@
 #include "python/src/array_sink.h"
 #include "python/src/memory_sources.h"
 #include "python/src/python_hooks.h"
+#include "runs/open_model.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/encode_trace.h"
 #include "trace/hooks.h"
-#include "tools/model_args.h"
 
 namespace pyb = pybind11;
 using namespace lmscope;
@@ -80,15 +80,10 @@ class Engine {
       PyErr_SetString(PyExc_FileNotFoundError, ("no such model file or directory: '" + path + "'").c_str());
       throw pyb::error_already_set();
     }
-    cli::ModelArgs a;
-    a.model = path;
-    a.backend = backend;
-    a.dtype = dtype;
-    a.cpu_activations = cpu_activations;
-    a.pad_override = pad_id;
-    m_ = std::make_unique<cli::ToolModel>();
+    m_ = std::make_unique<OpenModel>();
     try {
-      cli::load_tool_model_into(*m_, a, "python: lmscope.Model('" + path + "')", /*need_prompts=*/false);
+      open_model(*m_, ModelOptions{path, backend, dtype, cpu_activations, pad_id}, "python: lmscope.Model('" + path + "')",
+                 std::string("lmscope ") + LMSCOPE_VERSION);
     } catch (const std::exception& e) {
       throw pyb::value_error(e.what());   // a damaged or unsupported model: bad input
     }
@@ -273,7 +268,7 @@ class Engine {
     return {parsed->id, parsed->layer, fn, site};
   }
 
-  std::unique_ptr<cli::ToolModel> m_;
+  std::unique_ptr<OpenModel> m_;
   std::mutex run_mutex_;
 };
 
