@@ -144,20 +144,16 @@ class Engine {
     const ModelConfig& cfg = m_->loaded.cfg;
     GenerateOptions opt;
     std::vector<EncodeTrace> encodings;   // the run's /tokenizer record, handed over under run_mutex_
+    // As the tools check theirs (runs/open_model.h): std::invalid_argument, a ValueError here.
     for (const auto& p : prompts) {
       if (const std::string* text = std::get_if<std::string>(&p)) {
         EncodeTrace et;
-        opt.prompts.push_back(tokenizer().encode(*text, add_special, &et));
+        opt.prompts.push_back(encode_prompt(tokenizer(), *text, add_special, et, "the prompt"));
         encodings.push_back(std::move(et));
-        if (opt.prompts.back().empty()) throw pyb::value_error("the prompt '" + *text + "' encodes to no tokens");
       } else {
         opt.prompts.push_back(std::get<std::vector<int32_t>>(p));
-        if (opt.prompts.back().empty()) throw pyb::value_error("a prompt of no ids");
       }
-      for (int32_t id : opt.prompts.back())
-        if (id < 0 || id >= cfg.vocab_size)
-          throw pyb::value_error("token id " + std::to_string(id) + " is outside the vocabulary (" +
-                                 std::to_string(cfg.vocab_size) + ")");
+      check_prompt_ids(opt.prompts.back(), cfg.vocab_size);
     }
     if (opt.prompts.empty()) throw pyb::value_error("no prompt");
     if (max_new_tokens < 1) throw pyb::value_error("max_new_tokens must be at least 1, got " + std::to_string(max_new_tokens));
