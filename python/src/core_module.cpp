@@ -72,6 +72,9 @@ SamplingConfig sampling_from(const pyb::dict& d) {
   return sc;
 }
 
+// A call's prompts, one per batch row: token ids, or a text to encode.
+using Prompts = std::vector<std::variant<std::vector<int32_t>, std::string>>;
+
 class Engine {
  public:
   Engine(const std::string& path, const std::string& backend, const std::string& dtype,
@@ -135,8 +138,28 @@ class Engine {
     return tok::format_chat(tokenizer(), ms, add_generation_prompt, tok::parse_chat_format(format));
   }
 
+  // A call's prompts as ids: a text encoded by the model's tokenizer (its merges appended to
+  // `encodings` when given), ids as given; each checked as the tools check theirs
+  // (runs/open_model.h): std::invalid_argument, which pybind11 raises as ValueError.
+  std::vector<std::vector<int32_t>> prompt_ids(const Prompts& prompts, bool add_special,
+                                               std::vector<EncodeTrace>* encodings) const {
+    std::vector<std::vector<int32_t>> out;
+    for (const auto& p : prompts) {
+      if (const std::string* text = std::get_if<std::string>(&p)) {
+        EncodeTrace et;
+        out.push_back(encode_prompt(tokenizer(), *text, add_special, et, "the prompt"));
+        if (encodings) encodings->push_back(std::move(et));
+      } else {
+        out.push_back(std::get<std::vector<int32_t>>(p));
+      }
+      check_prompt_ids(out.back(), m_->loaded.cfg.vocab_size);
+    }
+    if (out.empty()) throw std::invalid_argument("no prompt");
+    return out;
+  }
+
   // The one run: see python/lmscope/__init__.py for what each caller passes.
-  pyb::dict run(const std::vector<std::variant<std::vector<int32_t>, std::string>>& prompts, bool add_special,
+  pyb::dict run(const Prompts& prompts, bool add_special,
                 const std::string& names, int keep_steps, const std::string& padding_side, int max_new_tokens,
                 bool use_cache, const pyb::dict& sampling, const std::optional<std::vector<int32_t>>& eos_ids,
                 const std::vector<std::string>& stop, const pyb::list& specs, const pyb::list& hooks,
@@ -144,18 +167,7 @@ class Engine {
     const ModelConfig& cfg = m_->loaded.cfg;
     GenerateOptions opt;
     std::vector<EncodeTrace> encodings;   // the run's /tokenizer record, handed over under run_mutex_
-    // As the tools check theirs (runs/open_model.h): std::invalid_argument, a ValueError here.
-    for (const auto& p : prompts) {
-      if (const std::string* text = std::get_if<std::string>(&p)) {
-        EncodeTrace et;
-        opt.prompts.push_back(encode_prompt(tokenizer(), *text, add_special, et, "the prompt"));
-        encodings.push_back(std::move(et));
-      } else {
-        opt.prompts.push_back(std::get<std::vector<int32_t>>(p));
-      }
-      check_prompt_ids(opt.prompts.back(), cfg.vocab_size);
-    }
-    if (opt.prompts.empty()) throw pyb::value_error("no prompt");
+    opt.prompts = prompt_ids(prompts, add_special, &encodings);
     if (max_new_tokens < 1) throw pyb::value_error("max_new_tokens must be at least 1, got " + std::to_string(max_new_tokens));
     opt.padding_side = parse_padding_side(padding_side);
     opt.max_new_tokens = max_new_tokens;
