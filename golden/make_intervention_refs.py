@@ -19,10 +19,17 @@ torch hooks editing the same sites, written here independently of lmscope's C++:
   attn.q_rope / attn.k_rope   the modeling module's apply_rotary_pos_emb wrapped (its outputs)
   attn.probs                  the modeling module's eager_attention_forward wrapped: its
                               weights edited, the output made again as weights @ repeat_kv(v)
+  attn.scores                 the same wrapper computing eager attention itself: the scores
+                              q·k·scaling + mask edited, their softmax taken over the keys the
+                              mask leaves visible (a query that sees none: zeros), as
+                              docs/interventions.md says an edited score is read
   attn.z                      forward pre-hook on o_proj (its input, heads side by side)
   attn_out                    forward hook on self_attn (its first output)
+  attn_norm / ffn_norm        forward hooks on input_layernorm / post_attention_layernorm
+  ffn.gate / ffn.up           forward hooks on mlp.gate_proj / mlp.up_proj
   ffn.act                     forward pre-hook on mlp.down_proj (its input)
   ffn_out                     forward hook on mlp (its output)
+  final_norm                  forward hook on model.norm (its output)
 
 A token's position comes from the 2-D attention mask HF passes to the model (cumsum - 1, as
 generate's position ids); pad columns are never edited; a token's step is 0 for the prompt, else
@@ -88,6 +95,14 @@ TINY_QWEN2_CASES = [
     ("batch-k-first", ["layers.0.attn.k[pos=0]=zero"], PROMPTS_B),
     ("batch-attn-out-mean", ["layers.1.attn_out=mean"], PROMPTS_B),
     ("batch-probs", ["layers.0.attn.probs[key=-1]=zero"], PROMPTS_B),
+    # the hooks editable since the hook table's `editable` column (docs/hooks.md)
+    ("attn-norm-scale", ["layers.1.attn_norm[pos=2:6]=scale(0.5)"], [PROMPT_A]),
+    ("ffn-norm-zero", ["layers.0.ffn_norm[pos=-1]=zero"], [PROMPT_A]),
+    ("gate-neurons-zero", ["layers.1.ffn.gate[neuron=0:40]=zero"], [PROMPT_A]),
+    ("up-scale", ["layers.2.ffn.up=scale(-1)"], [PROMPT_A]),
+    ("final-norm-scale", ["final_norm[pos=-1]=scale(0.5)"], [PROMPT_A]),
+    ("scores-head-zero", ["layers.1.attn.scores[head=2]=zero"], [PROMPT_A]),
+    ("batch-scores-key", ["layers.0.attn.scores[key=0]=scale(2)"], PROMPTS_B),
 ]
 TINY_LLAMA_CASES = [
     ("z-head-zero", ["layers.1.attn.z[head=2]=zero"], [PROMPT_A]),
@@ -106,7 +121,9 @@ SMOLLM2_CASES = [
 
 SITES = {"embed": "embed", "resid_pre": "resid_pre", "resid_mid": "resid_mid", "resid_post": "resid_post",
          "attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.q_rope": "q_rope", "attn.k_rope": "k_rope",
-         "attn.probs": "probs", "attn.z": "z", "attn_out": "attn_out", "ffn.act": "act", "ffn_out": "ffn_out"}
+         "attn.probs": "probs", "attn.z": "z", "attn_out": "attn_out", "ffn.act": "act", "ffn_out": "ffn_out",
+         "attn_norm": "attn_norm", "ffn_norm": "ffn_norm", "ffn.gate": "gate", "ffn.up": "up", "attn.scores": "scores"}
+GLOBAL_SITES = ("embed", "final_norm")
 TRACE_PATH = {"embed": "embed", "resid_pre": "layers/{L}/resid_pre", "resid_mid": "layers/{L}/resid_mid",
               "resid_post": "layers/{L}/resid_post", "q": "layers/{L}/attn/q", "k": "layers/{L}/attn/k",
               "v": "layers/{L}/attn/v", "q_rope": "layers/{L}/attn/q_rope", "k_rope": "layers/{L}/attn/k_rope",
@@ -144,11 +161,11 @@ class Index:
 
 class Spec:
     def __init__(self, text):
-        m = re.fullmatch(r"(embed|layers\.([^.]+)\.([a-z_.]+))(?:\[(.*)\])?=(\w+)(?:\((.*)\))?", text)
+        m = re.fullmatch(r"(embed|final_norm|layers\.([^.]+)\.([a-z_.]+))(?:\[(.*)\])?=(\w+)(?:\((.*)\))?", text)
         if not m:
             raise ValueError(text)
         self.text = text
-        self.site = "embed" if m.group(1) == "embed" else SITES[m.group(3)]
+        self.site = m.group(1) if m.group(1) in GLOBAL_SITES else SITES[m.group(3)]
         layers = m.group(2)
         self.layers = Index(None if layers in (None, "*") else layers)
         sel = dict(kv.split("=") for kv in m.group(4).split(",")) if m.group(4) else {}
@@ -200,8 +217,8 @@ class Editor:
             if s.source and s.op == "patch":
                 continue
             if s.source:                 # mean(ref) or add(c, a - b): per layer, one rest tensor
-                for L in range(cfg.num_hidden_layers if s.site != "embed" else 1):
-                    if s.site != "embed" and not s.layers.has(L, cfg.num_hidden_layers):
+                for L in range(cfg.num_hidden_layers if s.site not in GLOBAL_SITES else 1):
+                    if s.site not in GLOBAL_SITES and not s.layers.has(L, cfg.num_hidden_layers):
                         continue
                     x, lens, first = read_source(s.source, s.site, L)
                     if s.op == "mean":
@@ -224,21 +241,24 @@ class Editor:
         cum = mask.cumsum(-1) - 1
         self.ctx = (mask[:, S - T:] == 1, cum[:, S - T:], torch.where(mask == 1, cum, torch.full_like(cum, -1)))
 
+    def edits(self, site, layer):
+        return any(s.site == site and s.layers.has(layer, self.cfg.num_hidden_layers) for s in self.specs)
+
     def edit(self, site, layer, x):
         """x: a [B, T, rest...] view of the tensor at the site, edited in place."""
         import torch
         real, pos, key_pos = self.ctx
         B, T = x.shape[0], x.shape[1]
-        lk = 0 if site == "embed" else layer     # the key of per-layer source values
+        lk = 0 if site in GLOBAL_SITES else layer     # the key of per-layer source values
         for i, s in enumerate(self.specs):
-            if s.site != site or (site != "embed" and not s.layers.has(layer, self.cfg.num_hidden_layers)):
+            if s.site != site or (site not in GLOBAL_SITES and not s.layers.has(layer, self.cfg.num_hidden_layers)):
                 continue
             rest = torch.ones(x.shape[2:], dtype=torch.bool)
-            if site in ("q", "k", "v", "q_rope", "k_rope", "z", "probs"):
+            if site in ("q", "k", "v", "q_rope", "k_rope", "z", "probs", "scores"):
                 heads = x.shape[2]
                 hsel = torch.tensor([s.sel["head"].has(h, heads) for h in range(heads)])
                 rest &= hsel.view(-1, *([1] * (x.dim() - 3)))
-            if site == "act":
+            if site in ("act", "gate", "up"):
                 n = x.shape[-1]
                 rest &= torch.tensor([s.sel["neuron"].has(j, n) for j in range(n)])
             src = None
@@ -258,7 +278,7 @@ class Editor:
                     if s.sel["step"].ranges and not s.sel["step"].has(0 if p < L else p - L + 1, 1 << 40):
                         continue
                     m = rest.clone()
-                    if site == "probs":
+                    if site in ("probs", "scores"):
                         kp = key_pos[b]
                         m &= torch.tensor([bool(kp[c] >= 0 and s.sel["key"].has(int(kp[c]), L)) for c in range(len(kp))])
                     v = x[b, t]
@@ -323,6 +343,11 @@ def install(model, editor, modeling):
         handles.append(a.register_forward_hook(out_hook("attn_out", L)))
         handles.append(layer.mlp.down_proj.register_forward_pre_hook(in_hook("act", L), with_kwargs=True))
         handles.append(layer.mlp.register_forward_hook(out_hook("ffn_out", L)))
+        handles.append(layer.input_layernorm.register_forward_hook(out_hook("attn_norm", L)))
+        handles.append(layer.post_attention_layernorm.register_forward_hook(out_hook("ffn_norm", L)))
+        handles.append(layer.mlp.gate_proj.register_forward_hook(out_hook("gate", L)))
+        handles.append(layer.mlp.up_proj.register_forward_hook(out_hook("up", L)))
+    handles.append(core.norm.register_forward_hook(out_hook("final_norm", -1)))
 
     rope0, eager0 = modeling.apply_rotary_pos_emb, modeling.eager_attention_forward
     current = {"layer": -1}
@@ -333,8 +358,20 @@ def install(model, editor, modeling):
         editor.edit("k_rope", current["layer"], k2.transpose(1, 2))
         return q2, k2
 
+    def eager_edited_scores(module, query, key, value, attention_mask, scaling):
+        ks = modeling.repeat_kv(key, module.num_key_value_groups)
+        scores = torch.matmul(query, ks.transpose(2, 3)) * scaling + attention_mask   # [B,H,T,S]
+        editor.edit("scores", module.layer_idx, scores.transpose(1, 2))
+        scores = scores.masked_fill(attention_mask != 0, float("-inf"))       # the mask still decides
+        w = torch.nan_to_num(torch.softmax(scores, dim=-1, dtype=torch.float32), nan=0.0).to(query.dtype)
+        vs = modeling.repeat_kv(value, module.num_key_value_groups)
+        return torch.matmul(w, vs).transpose(1, 2).contiguous(), w
+
     def eager(module, query, key, value, attention_mask, scaling, dropout=0.0, **kw):
-        out, w = eager0(module, query, key, value, attention_mask, scaling, dropout=dropout, **kw)
+        if editor.edits("scores", module.layer_idx):
+            out, w = eager_edited_scores(module, query, key, value, attention_mask, scaling)
+        else:
+            out, w = eager0(module, query, key, value, attention_mask, scaling, dropout=dropout, **kw)
         w2 = w.clone()
         editor.edit("probs", module.layer_idx, w2.transpose(1, 2))
         if torch.equal(w2, w):

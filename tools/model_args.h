@@ -1,6 +1,6 @@
-// The model and prompt options shared by the experiment tools (lmscope-padding, lmscope-cache):
-// a model path (whatever load_model takes), prompts as token ids or as text encoded by the
-// model's tokenizer, optionally wrapped in the chat template.
+// The model and prompt options shared by the tools: a model path (whatever load_model takes,
+// opened by runs/open_model.h), prompts as token ids or as text encoded by the model's
+// tokenizer, optionally wrapped in the chat template.
 //
 //   --model golden/models/tiny-qwen2 --prompt-ids 1,2,3 --prompt-ids 4,5
 //   --model golden/models/tiny-qwen2 --prompt "Hello" --prompt "I love pizza" --chat --chat-format chatml
@@ -12,10 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
-#include "runs/run.h"
-#include "model/load_model.h"
-#include "model/special_tokens.h"
+#include "runs/open_model.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/encode_trace.h"
 #include "tokenizer/ids_text.h"
@@ -49,46 +46,23 @@ struct ModelArgs {
   }
 };
 
-struct ToolModel {
-  ToolModel() = default;
-  ToolModel(const ToolModel&) = delete;   // nor movable: ctx points into it
-  ToolModel& operator=(const ToolModel&) = delete;
-
-  LoadedModel loaded;
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<Decoder> decoder;
-  SpecialTokens special;
-  std::optional<tok::Tokenizer> tokenizer;
-  ModelContext ctx;
+// The model (runs/open_model.h) and the prompts of the command line.
+struct ToolModel : OpenModel {
   std::vector<std::vector<int32_t>> prompts;   // in the order: --prompt-ids, then --prompt
   std::vector<std::string> prompt_texts;       // text for display ("" where only ids were given)
 };
 
-// The model's tokenizer, when the model directory holds a tokenizer.json.
-// or, for a .gguf file, the tokenizer in its metadata.
+// The tokenizer beside a model (runs/open_model.h), under the name lmscope-step and
+// lmscope-report call it by.
 inline std::optional<tok::Tokenizer> load_tool_tokenizer(const std::string& model_path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(model_path, ec) && fs::exists(fs::path(model_path) / "tokenizer.json", ec))
-    return tok::Tokenizer::load(model_path);
-  if (is_gguf_path(model_path)) return tok::Tokenizer::load(model_path);   // tokenizer.ggml.* metadata
-  return std::nullopt;
+  return load_model_tokenizer(model_path);
 }
 
-// Loads a.model into `m` in place (m.ctx points into m: do not move it afterwards) and encodes
+// Opens a.model into `m` in place (m.ctx points into m: do not move it afterwards) and encodes
 // the prompts; `cmd` is the command line the traces record. The experiment tests call it too.
 inline void load_tool_model_into(ToolModel& m, const ModelArgs& a, const std::string& cmd, bool need_prompts = true) {
-  m.loaded = load_model(a.model);
-  m.backend = make_backend(a.backend, a.dtype, a.cpu_activations);
-  m.decoder = std::make_unique<Decoder>(m.loaded.cfg, m.loaded.weights, *m.backend);
-  m.special = resolve_special_tokens(m.loaded.cfg, a.model);
-  if (a.pad_override >= 0) m.special.pad_id = a.pad_override;
-  m.tokenizer = load_tool_tokenizer(a.model);
-  m.ctx.decoder = m.decoder.get();
-  m.ctx.model_path = a.model;
-  m.ctx.command_line = cmd;
-  m.ctx.producer = std::string("lmscope ") + LMSCOPE_VERSION;
-  if (m.tokenizer) m.ctx.tokenizer = &*m.tokenizer;
+  open_model(m, ModelOptions{a.model, a.backend, a.dtype, a.cpu_activations, a.pad_override}, cmd,
+             std::string("lmscope ") + LMSCOPE_VERSION);
   for (const std::string& p : a.prompt_ids) {
     m.prompts.push_back(parse_ids(p, "--prompt-ids"));
     m.prompt_texts.push_back(m.tokenizer ? m.ctx.text(m.prompts.back()) : "");
@@ -108,17 +82,12 @@ inline void load_tool_model_into(ToolModel& m, const ModelArgs& a, const std::st
     if (a.chat)
       text = tok::format_chat(*m.tokenizer, {tok::ChatMessage{"user", p}}, true, tok::parse_chat_format(a.chat_format));
     EncodeTrace et;
-    m.prompts.push_back(m.tokenizer->encode(text, !a.chat, &et));
+    m.prompts.push_back(encode_prompt(*m.tokenizer, text, !a.chat, et, "--prompt"));
     m.ctx.encodings.push_back(std::move(et));
-    if (m.prompts.back().empty()) throw std::runtime_error("--prompt '" + p + "' encodes to no tokens");
     m.prompt_texts.push_back(p);
   }
   if (need_prompts && m.prompts.empty()) throw std::runtime_error("no prompt: give --prompt-ids or --prompt");
-  for (const auto& p : m.prompts)
-    for (int32_t id : p)
-      if (id >= m.loaded.cfg.vocab_size)
-        throw std::runtime_error("token id " + std::to_string(id) + " is outside the vocabulary (" +
-                                 std::to_string(m.loaded.cfg.vocab_size) + ")");
+  for (const auto& p : m.prompts) check_prompt_ids(p, m.loaded.cfg.vocab_size);
 }
 
 inline std::unique_ptr<ToolModel> load_tool_model(const ModelArgs& a, int argc, char** argv, bool need_prompts = true) {

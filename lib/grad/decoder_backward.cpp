@@ -95,11 +95,13 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
   };
 
   // ---- LM head and final norm: logits = final_norm(x) @ lm_head^T ----------------------------
-  const Tensor dlogits = be.upload(dlogits_host);            // dlogits: [B,T,V]
+  Tensor dlogits = be.upload(dlogits_host);                  // dlogits: [B,T,V]
   offer(Hook::Logits, -1, dlogits);
+  through_edit(Hook::Logits, -1, dlogits);
   Tensor dxf = be.alloc({B, T, D});                          // dxf: [B,T,D] d final_norm
   be.linear_backward(dxf, dlogits, w_.lm_head);
   offer(Hook::FinalNorm, -1, dxf);
+  through_edit(Hook::FinalNorm, -1, dxf);
   Tensor dx = be.alloc({B, T, D});                           // dx: [B,T,D] d of the residual stream
   be.rmsnorm_backward(dx, dxf, act(Hook::ResidPost, cfg_.num_layers - 1), w_.final_norm, eps);
 
@@ -121,12 +123,15 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
     be.swiglu_backward(dgate, dup, dact, act(Hook::FfnGate, l), act(Hook::FfnUp, l));
     offer(Hook::FfnGate, l, dgate);
     offer(Hook::FfnUp, l, dup);
+    through_edit(Hook::FfnGate, l, dgate);
+    through_edit(Hook::FfnUp, l, dup);
     Tensor dhn_gate = be.alloc({B, T, D});                   // dhn_gate: [B,T,D]
     Tensor dhn_up = be.alloc({B, T, D});                     // dhn_up:   [B,T,D]
     be.linear_backward(dhn_gate, dgate, lw.w_gate);
     be.linear_backward(dhn_up, dup, lw.w_up);
-    const Tensor dhn = sum(dhn_gate, dhn_up);                // dhn: [B,T,D] d ffn_norm
+    Tensor dhn = sum(dhn_gate, dhn_up);                      // dhn: [B,T,D] d ffn_norm
     offer(Hook::FfnNorm, l, dhn);
+    through_edit(Hook::FfnNorm, l, dhn);
     Tensor dmid_norm = be.alloc({B, T, D});                  // dmid_norm: [B,T,D] via the norm
     be.rmsnorm_backward(dmid_norm, dhn, act(Hook::ResidMid, l), lw.ffn_norm, eps);
     Tensor dmid = sum(dx, dmid_norm);                        // dmid: [B,T,D] d resid_mid
@@ -141,9 +146,12 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
     be.linear_backward(dz, dattn_out, lw.wo);
     offer(Hook::AttnZ, l, dz);
     through_edit(Hook::AttnZ, l, dz);
-    if (editor && editor->edits(Hook::AttnProbs, l))   // softmax' would need the probs before the edit
-      throw std::invalid_argument("gradients through an edit of " + hook_name(Hook::AttnProbs, l) +
-                                  ": not yet (edit attn.z instead)");
+    // softmax' needs the probs before an edit of them; an edit of the scores sits inside
+    // attention_backward's one op (dscores to dq/dk).
+    for (Hook inside : {Hook::AttnProbs, Hook::AttnScores})
+      if (editor && editor->edits(inside, l))
+        throw std::invalid_argument("gradients through an edit of " + hook_name(inside, l) +
+                                    ": not yet (edit attn.z instead)");
     Tensor dq_rope = be.alloc({B, H, T, hd});                // dq_rope: [B,H,T,hd]
     Tensor dk_rope = be.alloc({B, Hkv, T, hd});              // dk_rope: [B,Hkv,T,hd]
     Tensor dv = be.alloc({B, Hkv, T, hd});                   // dv:      [B,Hkv,T,hd]
@@ -166,6 +174,8 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
     if (cfg_.qk_norm) {   // Qwen3: q and k were RMS-normed per head before RoPE
       offer(Hook::AttnQNorm, l, dq);
       offer(Hook::AttnKNorm, l, dk);
+      through_edit(Hook::AttnQNorm, l, dq);
+      through_edit(Hook::AttnKNorm, l, dk);
       Tensor dq_pre = be.alloc({B, H, T, hd});               // dq_pre: [B,H,T,hd]
       Tensor dk_pre = be.alloc({B, Hkv, T, hd});             // dk_pre: [B,Hkv,T,hd]
       be.rmsnorm_backward(dq_pre, dq, act(Hook::AttnQ, l), lw.q_norm, eps);
@@ -189,8 +199,9 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
     be.linear_backward(dxn_q, dq_flat, lw.wq);
     be.linear_backward(dxn_k, dk_flat, lw.wk);
     be.linear_backward(dxn_v, dv_flat, lw.wv);
-    const Tensor dxn = sum(sum(dxn_q, dxn_k), dxn_v);        // dxn: [B,T,D] d attn_norm
+    Tensor dxn = sum(sum(dxn_q, dxn_k), dxn_v);              // dxn: [B,T,D] d attn_norm
     offer(Hook::AttnNorm, l, dxn);
+    through_edit(Hook::AttnNorm, l, dxn);
     Tensor dx_norm = be.alloc({B, T, D});                    // dx_norm: [B,T,D] via the norm
     be.rmsnorm_backward(dx_norm, dxn, act(Hook::ResidPre, l), lw.attn_norm, eps);
     dx = sum(dmid, dx_norm);                                 // dx: [B,T,D] d resid_pre

@@ -55,6 +55,7 @@ HookLayout HookLayout::of_model(Hook h, const ModelConfig& cfg, int64_t B, int64
     else if (a == "Hkv") shape.push_back(cfg.num_kv_heads);
     else if (a == "hd") shape.push_back(cfg.head_dim);
     else if (a == "F") shape.push_back(cfg.intermediate_size);
+    else if (a == "V") shape.push_back(cfg.vocab_size);
     else throw std::logic_error("HookLayout::of_model: axis " + a);
   }
   return HookLayout(h, shape);

@@ -273,8 +273,9 @@ Interventions::Interventions(std::vector<InterventionSpec> specs, const ModelCon
       fail(s, "head " + std::to_string(s.head.max_named(shape.heads)) + " is out of range (" + hook_info(h).pattern +
                   " has " + std::to_string(shape.heads) + " heads: " + range_text(shape.heads) + ")");
     if (!s.neuron.all() && s.neuron.max_named(cfg.intermediate_size) >= cfg.intermediate_size)
-      fail(s, "neuron " + std::to_string(s.neuron.max_named(cfg.intermediate_size)) + " is out of range (ffn.act has " +
-                  std::to_string(cfg.intermediate_size) + " neurons: " + range_text(cfg.intermediate_size) + ")");
+      fail(s, "neuron " + std::to_string(s.neuron.max_named(cfg.intermediate_size)) + " is out of range (" +
+                  hook_generic_name(h) + " has " + std::to_string(cfg.intermediate_size) + " neurons: " +
+                  range_text(cfg.intermediate_size) + ")");
 
     if (!s.vector_values.empty()) {
       r->vec = finite_vector(s, std::vector<double>(s.vector_values.begin(), s.vector_values.end()));
@@ -286,7 +287,7 @@ Interventions::Interventions(std::vector<InterventionSpec> specs, const ModelCon
       r->vector_sha = sha256_file(s.vector_file);
     }
     if (!s.vector_file.empty()) {
-      if (h != Hook::AttnProbs && int64_t(r->vec.size()) != shape.inner && int64_t(r->vec.size()) != shape.R)
+      if (hook_axis(h, "S") < 0 && int64_t(r->vec.size()) != shape.inner && int64_t(r->vec.size()) != shape.R)
         fail(s, vector_what(s) + " holds " + std::to_string(r->vec.size()) + " numbers; " +
                     hook_info(h).pattern + " takes " + std::to_string(shape.inner) +
                     (shape.R != shape.inner ? " (one per " + std::string(shape.heads > 1 ? "head" : "row") +
@@ -404,9 +405,10 @@ void Interventions::apply(Backend& be, Hook h, int layer, Tensor& t, const EditC
   const int64_t S = mask.dim(1), col0 = S - lay.T;
   if (pos_ids.dim(0) != lay.B || pos_ids.dim(1) != lay.T)
     throw std::logic_error("Interventions::apply: " + hook_name(h, layer) + " is not [B,T,...] of this step");
-  // Each key column's position (attn.probs' key selector): its count of real columns before it.
+  // Each key column's position (the key selector of attn.scores, attn.probs): its count of real
+  // columns before it.
   std::vector<int64_t> key_pos;
-  if (h == Hook::AttnProbs) {
+  if (hook_axis(h, "S") >= 0) {
     key_pos.assign(size_t(lay.B * S), -1);
     for (int64_t b = 0; b < lay.B; ++b)
       for (int64_t c = 0, n = 0; c < S; ++c)

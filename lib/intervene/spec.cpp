@@ -16,23 +16,12 @@ namespace lmscope {
 
 namespace {
 
-struct SiteName {
-  const char* name;
-  Hook hook;
-};
-// The editable hooks, by their name after "layers.L." (embed alone is global).
-const std::vector<SiteName> kSites = {
-    {"embed", Hook::Embed},           {"resid_pre", Hook::ResidPre},     {"attn.q", Hook::AttnQ},
-    {"attn.k", Hook::AttnK},          {"attn.v", Hook::AttnV},           {"attn.q_rope", Hook::AttnQRope},
-    {"attn.k_rope", Hook::AttnKRope}, {"attn.probs", Hook::AttnProbs},   {"attn.z", Hook::AttnZ},
-    {"attn_out", Hook::AttnOut},      {"resid_mid", Hook::ResidMid},     {"ffn.act", Hook::FfnAct},
-    {"ffn_out", Hook::FfnOut},        {"resid_post", Hook::ResidPost},
-};
-
-const char* site_short_name(Hook h) {
-  for (const SiteName& s : kSites)
-    if (s.hook == h) return s.name;
-  throw std::logic_error("not an intervention site");
+// A site as a spec writes it: a global hook by its name ("embed", "logits"), a per-layer hook
+// by its name after "layers.L." ("attn.z"). The sites are the hook table's editable hooks
+// (HookInfo::editable, trace/hooks.h).
+std::string site_short_name(Hook h) {
+  const std::string generic = hook_generic_name(h);
+  return hook_info(h).per_layer ? generic.substr(std::string("layers.L.").size()) : generic;
 }
 
 [[noreturn]] void bad(const std::string& spec, const std::string& what) {
@@ -66,15 +55,28 @@ bool is_trace_name(const std::string& s) {
   return (s.size() > 3 && s.compare(s.size() - 3, 3, ".h5") == 0) || s == kMemoryRunLabel;
 }
 
-// A selector name and the hooks it applies to.
+// The axis a selector picks on, beside pos, row and step (B and T, which every site has).
+const char* selector_axis(const std::string& sel) {
+  if (sel == "head") return "H";      // or Hkv
+  if (sel == "neuron") return "F";
+  if (sel == "key") return "S";
+  return nullptr;
+}
+
+// A selector name and the hooks it applies to: those with its axis.
 bool selector_applies(const std::string& sel, Hook h) {
   if (sel == "pos" || sel == "row" || sel == "step") return true;
-  if (sel == "head")
-    return h == Hook::AttnQ || h == Hook::AttnK || h == Hook::AttnV || h == Hook::AttnQRope || h == Hook::AttnKRope ||
-           h == Hook::AttnProbs || h == Hook::AttnZ;
-  if (sel == "neuron") return h == Hook::FfnAct;
-  if (sel == "key") return h == Hook::AttnProbs;
-  return false;
+  const char* axis = selector_axis(sel);
+  if (!axis) return false;
+  return hook_axis(h, axis) >= 0 || (sel == "head" && hook_axis(h, "Hkv") >= 0);
+}
+
+// "attn.q, attn.k, ...": the sites a selector applies to, for its one-line error.
+std::string sites_with_selector(const std::string& sel) {
+  std::string out;
+  for (Hook h : editable_hooks())
+    if (selector_applies(sel, h)) out += (out.empty() ? "" : ", ") + site_short_name(h);
+  return out;
 }
 
 IndexSet* selector_field(InterventionSpec& s, const std::string& sel) {
@@ -91,9 +93,8 @@ void set_selector(InterventionSpec& s, const std::string& spec, const std::strin
   IndexSet* field = selector_field(s, sel);
   if (!field) bad(spec, "unknown selector '" + sel + "' (selectors: head, pos, row, step, neuron, key)");
   if (!selector_applies(sel, s.hook))
-    bad(spec, "selector '" + sel + "' does not apply to " + site_short_name(s.hook) +
-                  (sel == "head" ? " (heads: attn.q/k/v, q_rope, k_rope, probs, z)"
-                                 : sel == "neuron" ? " (neurons: ffn.act)" : sel == "key" ? " (keys: attn.probs)" : ""));
+    bad(spec, "selector '" + sel + "' does not apply to " + site_short_name(s.hook) + " (" + sel + ": " +
+                  sites_with_selector(sel) + ")");
   if (!field->all()) bad(spec, "selector '" + sel + "' given twice");
   try {
     *field = parse_index_set(value, sel, sel == "pos" || sel == "key");
@@ -113,18 +114,20 @@ void parse_site(InterventionSpec& s, const std::string& spec, const std::string&
     }
     bad(spec, "unknown site '" + site + "' (sites: " + names + ")");
   };
-  if (site == "embed") {
-    s.hook = Hook::Embed;
+  const auto is_site = [](Hook h, bool per_layer) {
+    return hook_info(h).editable && hook_info(h).per_layer == per_layer;
+  };
+  if (const auto global = parse_hook_name(site); global && is_site(global->id, false)) {
+    s.hook = global->id;
     return;
   }
   if (site.rfind("layers.", 0) != 0) unknown();
   const size_t dot = site.find('.', 7);
   if (dot == std::string::npos) unknown();
   const std::string layers = site.substr(7, dot - 7), name = site.substr(dot + 1);
-  bool found = false;
-  for (const SiteName& n : kSites)
-    if (n.hook != Hook::Embed && name == n.name) s.hook = n.hook, found = true;
-  if (!found) unknown();
+  const auto per_layer = parse_hook_name("layers.0." + name);
+  if (!per_layer || !is_site(per_layer->id, true)) unknown();
+  s.hook = per_layer->id;
   if (layers == "*") return;
   try {
     s.layers = parse_index_set(layers, "layer", false);
@@ -315,7 +318,7 @@ const char* edit_op_name(EditOp op) {
 const std::vector<std::string>& intervention_site_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
-    for (const SiteName& s : kSites) n.push_back(s.hook == Hook::Embed ? "embed" : std::string("layers.L.") + s.name);
+    for (Hook h : editable_hooks()) n.push_back(hook_generic_name(h));
     return n;
   }();
   return names;
@@ -324,8 +327,8 @@ const std::vector<std::string>& intervention_site_names() {
 std::string InterventionSpec::site_text() const {
   // Built by appends: GCC 12's -Wrestrict misfires on chains of string temporaries here.
   std::string s;
-  if (hook == Hook::Embed) {
-    s = "embed";
+  if (!hook_info(hook).per_layer) {
+    s = hook_info(hook).pattern;
   } else {
     s = "layers.";
     s += layers.all() ? std::string("*") : layers.text();

@@ -51,13 +51,13 @@ const char* edit_op_name(EditOp op);
 
 struct InterventionSpec {
   Hook hook = Hook::Embed;
-  IndexSet layers;           // empty for embed
-  IndexSet head;             // H (or Hkv for k, v, k_rope) axis
+  IndexSet layers;           // empty for a global site (embed, final_norm, logits)
+  IndexSet head;             // H (or Hkv for k, v, k_norm, k_rope) axis
   IndexSet pos;              // token positions (RoPE position ids; negative: from the row's prompt end)
   IndexSet row;              // batch rows
   IndexSet step;             // the generation step that first fed the token (prompt tokens: 0)
-  IndexSet neuron;           // ffn.act's F axis
-  IndexSet key;              // attn.probs' key positions
+  IndexSet neuron;           // the F axis (ffn.gate, ffn.up, ffn.act)
+  IndexSet key;              // the S axis: key positions (attn.scores, attn.probs)
   EditOp op = EditOp::Zero;
   double c = 1.0;            // add: coefficient; scale: factor
   std::string vector_file;   // add: JSON array or whitespace-separated numbers
@@ -78,7 +78,8 @@ struct InterventionSpec {
   std::string site_text() const;
 };
 
-// The sites that may be edited, as written in a spec ("embed", "resid_pre", "attn.z", ...).
+// The sites that may be edited: the hook table's editable hooks (HookInfo::editable), in
+// forward order, as docs name them ("embed", "layers.L.resid_pre", ..., "logits").
 const std::vector<std::string>& intervention_site_names();
 
 // One spec from its text form. Throws std::invalid_argument with one line naming the spec and

@@ -64,18 +64,21 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
 
   ForwardScope step(be, B, T);
 
-  // Offer a tensor to the trace; an unwanted hook costs this one check.
+  // Offer a tensor to the trace; an unwanted hook costs this one check. hook() offers what no
+  // edit may change (inputs, tables, cache views, records); site() every activation.
   HookQueue hooked(be, trace);
   auto hook = [&](Hook h, int layer, const Tensor& t) {
     if (trace && trace->wants(h, layer)) hooked.push(h, layer, t);
   };
   auto wants = [&](Hook h, int layer) { return trace && trace->wants(h, layer); };
-  // An editable tensor: the trace's editor (interventions, trace/hook_editor.h) may change it
-  // (in place, or rebinding t to an edited copy) before it is offered and before the next op
-  // reads it. With no editor this is one pointer check more than hook().
+  // An activation: when the hook table marks it editable (HookInfo::editable, trace/hooks.h),
+  // the trace's editor (interventions, Python functions: trace/hook_editor.h) may change it (in
+  // place, or rebinding t to an edited copy) before it is offered and before the next op reads
+  // it. With no editor this is one pointer check more than hook().
   const EditContext edit_ctx{trace ? trace->step() : 0, &in.position_ids, &in.attention_mask};
+  auto edits = [&](Hook h, int layer) { return trace && hook_info(h).editable && trace->edits(h, layer); };
   auto site = [&](Hook h, int layer, Tensor& t) {
-    if (trace && trace->edits(h, layer)) trace->editor()->apply(be, h, layer, t, edit_ctx);
+    if (edits(h, layer)) trace->editor()->apply(be, h, layer, t, edit_ctx);
     hook(h, layer, t);
   };
   // quant.<hook>.q8 / .q8_scale: what a backend that quantizes activations (CPU
@@ -116,6 +119,7 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
   // turns with their own base. The cache keeps every position (model/kv_cache.h): the window
   // is this mask alone, so a sliding layer reads the same cache as a global one.
   Tensor mask_local = mask, cos_local = cos, sin_local = sin;
+  Tensor mask_local_host = mask_host;                        // [B,T,S] (an edit of scores reads it)
   if (cfg_.any_sliding()) {
     Tensor sliding_host = sliding_combined_mask(in.attention_mask, T, cfg_.sliding_window);  // [B,T,S]
     hook(Hook::MaskSliding, -1, sliding_host);
@@ -123,6 +127,7 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     rope_tables(cos_local_host, sin_local_host, in.position_ids, int(hd), cfg_.rope_theta_local);
     hook(Hook::RopeCosLocal, -1, cos_local_host);
     hook(Hook::RopeSinLocal, -1, sin_local_host);
+    mask_local_host = sliding_host;
     mask_local = be.upload(sliding_host);
     cos_local = be.upload(cos_local_host);
     sin_local = be.upload(sin_local_host);
@@ -185,6 +190,7 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     const LayerWeights& lw = w_.layers[l];
     const bool sliding = cfg_.is_sliding(l);
     const Tensor& layer_mask = sliding ? mask_local : mask;  // [B,T,S]
+    const Tensor& layer_mask_host = sliding ? mask_local_host : mask_host;  // [B,T,S] host
     const Tensor& layer_cos = sliding ? cos_local : cos;     // [B,T,hd]
     const Tensor& layer_sin = sliding ? sin_local : sin;     // [B,T,hd]
     site(Hook::ResidPre, l, x);
@@ -192,7 +198,7 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     // ---- attention: h = x + o_proj(attn(rope(q), rope(k), v)) ----
     Tensor xn = be.alloc({B, T, D});                         // xn: [B,T,D]
     be.rmsnorm(xn, x, lw.attn_norm, cfg_.rms_norm_eps);
-    hook(Hook::AttnNorm, l, xn);
+    site(Hook::AttnNorm, l, xn);
     quant_hooks(Hook::QuantAttnNormQ8, Hook::QuantAttnNormQ8Scale, l, xn, lw.wq, xn.shape());
 
     Tensor q_flat = be.alloc({B, T, H * hd});                // q_flat: [B,T,H*hd]
@@ -218,8 +224,8 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
       be.rmsnorm(k_normed, k, lw.k_norm, cfg_.rms_norm_eps);
       q = q_normed;
       k = k_normed;
-      hook(Hook::AttnQNorm, l, q);
-      hook(Hook::AttnKNorm, l, k);
+      site(Hook::AttnQNorm, l, q);
+      site(Hook::AttnKNorm, l, k);
     }
 
     Tensor q_rope = be.alloc({B, H, T, hd});                 // q_rope: [B,H,T,hd]
@@ -242,18 +248,21 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
       if (wants(Hook::KvV, l)) hook(Hook::KvV, l, be.kv_read(cache->v[l], S));
     }
 
-    // scores/probs [B,H,T,S]: only when asked for, or probs when an intervention edits them
-    // (then z is made again from the edited probs: model/attend_probs.h).
-    const bool edit_probs = trace && trace->edits(Hook::AttnProbs, l);
+    // scores/probs [B,H,T,S]: only when asked for or edited. After an edit of the scores the
+    // probs are their softmax again, after an edit of either z is made again from the probs
+    // (model/attend_probs.h).
+    const bool edit_scores = edits(Hook::AttnScores, l);
+    const bool remake_z = edit_scores || edits(Hook::AttnProbs, l);
     Tensor scores, probs;
-    if (wants(Hook::AttnScores, l)) scores = be.alloc({B, H, T, S});
-    if (wants(Hook::AttnProbs, l) || edit_probs) probs = be.alloc({B, H, T, S});
+    if (wants(Hook::AttnScores, l) || edit_scores) scores = be.alloc({B, H, T, S});
+    if (wants(Hook::AttnProbs, l) || remake_z) probs = be.alloc({B, H, T, S});
     Tensor z = be.alloc({B, T, H, hd});                      // z: [B,T,H,hd] = probs @ v
     be.attention(z, q_rope, *keys, *values, S, layer_mask, scale, scores.defined() ? &scores : nullptr,
                  probs.defined() ? &probs : nullptr);
-    if (scores.defined()) hook(Hook::AttnScores, l, scores);
+    if (scores.defined()) site(Hook::AttnScores, l, scores);
+    if (edit_scores) probs = probs_from_scores(be, scores, layer_mask_host);
     if (probs.defined()) site(Hook::AttnProbs, l, probs);
-    if (edit_probs) z = attend_probs(be, probs, *values, S);
+    if (remake_z) z = attend_probs(be, probs, *values, S);
     site(Hook::AttnZ, l, z);
     quant_hooks(Hook::QuantAttnZQ8, Hook::QuantAttnZQ8Scale, l, z.reshape({B, T, H * hd}), lw.wo, z.shape());
 
@@ -274,14 +283,14 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
     // ---- MLP: down_proj(silu(gate_proj(h)) * up_proj(h))  (Gemma 3: gelu_tanh for silu) ----
     Tensor hn = be.alloc({B, T, D});                         // hn: [B,T,D]
     be.rmsnorm(hn, resid_mid, lw.ffn_norm, cfg_.rms_norm_eps);
-    hook(Hook::FfnNorm, l, hn);
+    site(Hook::FfnNorm, l, hn);
     quant_hooks(Hook::QuantFfnNormQ8, Hook::QuantFfnNormQ8Scale, l, hn, lw.w_gate, hn.shape());
     Tensor gate = be.alloc({B, T, F});                       // gate: [B,T,F]
     Tensor up = be.alloc({B, T, F});                         // up:   [B,T,F]
     const Tensor no_bias;
     be.linear_group(hn, {{&gate, &lw.w_gate, &no_bias}, {&up, &lw.w_up, &no_bias}});
-    hook(Hook::FfnGate, l, gate);
-    hook(Hook::FfnUp, l, up);
+    site(Hook::FfnGate, l, gate);
+    site(Hook::FfnUp, l, up);
     Tensor act = be.alloc({B, T, F});                        // act: [B,T,F]
     if (cfg_.gelu_tanh_ffn) be.geglu_tanh(act, gate, up);
     else be.swiglu(act, gate, up);
@@ -307,18 +316,19 @@ Tensor Decoder::forward(const StepInput& in, KVCache* cache, Trace* trace, Logit
   // ---- final norm and LM head ------------------------------------------------------------
   Tensor xf = be.alloc({B, T, D});                           // xf: [B,T,D]
   be.rmsnorm(xf, x, w_.final_norm, cfg_.rms_norm_eps);
-  hook(Hook::FinalNorm, -1, xf);
+  site(Hook::FinalNorm, -1, xf);
   quant_hooks(Hook::QuantFinalNormQ8, Hook::QuantFinalNormQ8Scale, -1, xf, w_.lm_head, xf.shape());
 
   // The head: the last column alone for generation (the largest matmul of a decode step),
-  // every position when the logits hook or the caller asks for them.
-  if (which == LogitsFor::LastPosition && !wants(Hook::Logits, -1)) {
+  // every position when the logits hook, an edit of them or the caller asks for them.
+  if (which == LogitsFor::LastPosition && !wants(Hook::Logits, -1) && !edits(Hook::Logits, -1)) {
     Tensor logits_host = be.to_host(last_column(xf));
     hooked.flush();
     return logits_host;
   }
   Tensor logits_host = every_position(xf);
-  hook(Hook::Logits, -1, logits_host);
+  site(Hook::Logits, -1, logits_host);
+  logits_host = be.to_host(logits_host);   // an edit hands back a backend tensor; the host's: itself
   hooked.flush();
   return logits_host;
 }

@@ -1,8 +1,9 @@
 // HookEditor: what may change a tensor at its hook point, before the next op of the forward
-// reads it (interventions: intervene/interventions.h, docs/interventions.md). The forward
-// (model/decoder.cpp, its site()) asks Trace::edits (trace/trace.h) for each editable tensor
-// and, when it says yes, hands the tensor to the editor's apply() before offering it to the
-// trace; with no editor set that costs one pointer check.
+// reads it (interventions: intervene/interventions.h, docs/interventions.md; Python functions:
+// python/src/python_hooks.h). The forward (model/decoder.cpp, its site()) asks, for each tensor
+// the hook table marks editable (HookInfo::editable, trace/hooks.h), Trace::edits
+// (trace/trace.h) and, when it says yes, hands the tensor to the editor's apply() before
+// offering it to the trace; with no editor set that costs one pointer check.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -40,6 +40,12 @@ struct HookInfo {
   const char* pattern;   // "layers.{L}.attn.q" ({L} replaced by the layer)
   const char* axes;      // "B,H,T,hd"
   bool per_layer;
+  // An edit (an intervention, a Python function) may change the tensor before the next op of
+  // the forward reads it: Decoder::forward hands it to the trace's editor (trace/hook_editor.h),
+  // the intervention grammar takes it as a site (intervene/spec.h), the Python module takes a
+  // function for it. The forward's activations are editable; inputs, tables, cache views and
+  // records are not (docs/hooks.md, "Which hooks can be edited", says why per group).
+  bool editable = false;
   // Computed only for the trace, at a cost (the lens runs the LM head once more per layer):
   // selected only by a glob that spells out the hook's first name part ("lens.*",
   // "lens.layers.*.topk_ids"), never by "*" or "*.logits".
@@ -51,6 +57,8 @@ std::vector<std::string> hook_axes(Hook h);                // {"B","H","T","hd"}
 int hook_axis(Hook h, const std::string& axis);            // index of "T" in those, or -1
 const std::vector<HookInfo>& all_hooks();          // in forward order
 std::string hook_name(Hook h, int layer = -1);     // "layers.3.attn.q"
+std::string hook_generic_name(Hook h);             // "layers.L.attn.q", "embed"
+std::vector<Hook> editable_hooks();                // HookInfo::editable, in forward order
 
 // Parses a dotted name back: "layers.3.attn.q" -> {AttnQ, 3}. nullopt if unknown.
 struct ParsedHook { Hook id; int layer; };

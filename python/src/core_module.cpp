@@ -1,5 +1,5 @@
 // lmscope._core: the engine itself for Python (docs/python.md, "The engine in Python"). One
-// class, Engine: a model loaded as the tools load it (tools/model_args.h), its tokenizer, and
+// class, Engine: a model opened as the tools open it (runs/open_model.h), its tokenizer, and
 // run(), the one way Python runs the model: generate() with HF's semantics (run_traced, as
 // lmscope-trace runs it), hook tensors kept in memory (ArraySink) and/or written to a trace
 // file, edits by spec interventions and Python functions (PythonHooks). The friendly calls
@@ -25,11 +25,11 @@
 #include "python/src/array_sink.h"
 #include "python/src/memory_sources.h"
 #include "python/src/python_hooks.h"
+#include "runs/open_model.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/corpus.h"
 #include "tokenizer/encode_trace.h"
 #include "trace/hooks.h"
-#include "tools/model_args.h"
 
 namespace pyb = pybind11;
 using namespace lmscope;
@@ -75,6 +75,9 @@ SamplingConfig sampling_from(const pyb::dict& d) {
   return sc;
 }
 
+// A call's prompts, one per batch row: token ids, or a text to encode.
+using Prompts = std::vector<std::variant<std::vector<int32_t>, std::string>>;
+
 class Engine {
  public:
   Engine(const std::string& path, const std::string& backend, const std::string& dtype,
@@ -83,15 +86,10 @@ class Engine {
       PyErr_SetString(PyExc_FileNotFoundError, ("no such model file or directory: '" + path + "'").c_str());
       throw pyb::error_already_set();
     }
-    cli::ModelArgs a;
-    a.model = path;
-    a.backend = backend;
-    a.dtype = dtype;
-    a.cpu_activations = cpu_activations;
-    a.pad_override = pad_id;
-    m_ = std::make_unique<cli::ToolModel>();
+    m_ = std::make_unique<OpenModel>();
     try {
-      cli::load_tool_model_into(*m_, a, "python: lmscope.Model('" + path + "')", /*need_prompts=*/false);
+      open_model(*m_, ModelOptions{path, backend, dtype, cpu_activations, pad_id}, "python: lmscope.Model('" + path + "')",
+                 std::string("lmscope ") + LMSCOPE_VERSION);
     } catch (const std::exception& e) {
       throw pyb::value_error(e.what());   // a damaged or unsupported model: bad input
     }
@@ -143,8 +141,28 @@ class Engine {
     return tok::format_chat(tokenizer(), ms, add_generation_prompt, tok::parse_chat_format(format));
   }
 
+  // A call's prompts as ids: a text encoded by the model's tokenizer (its merges appended to
+  // `encodings` when given), ids as given; each checked as the tools check theirs
+  // (runs/open_model.h): std::invalid_argument, which pybind11 raises as ValueError.
+  std::vector<std::vector<int32_t>> prompt_ids(const Prompts& prompts, bool add_special,
+                                               std::vector<EncodeTrace>* encodings) const {
+    std::vector<std::vector<int32_t>> out;
+    for (const auto& p : prompts) {
+      if (const std::string* text = std::get_if<std::string>(&p)) {
+        EncodeTrace et;
+        out.push_back(encode_prompt(tokenizer(), *text, add_special, et, "the prompt"));
+        if (encodings) encodings->push_back(std::move(et));
+      } else {
+        out.push_back(std::get<std::vector<int32_t>>(p));
+      }
+      check_prompt_ids(out.back(), m_->loaded.cfg.vocab_size);
+    }
+    if (out.empty()) throw std::invalid_argument("no prompt");
+    return out;
+  }
+
   // The one run: see python/lmscope/__init__.py for what each caller passes.
-  pyb::dict run(const std::vector<std::variant<std::vector<int32_t>, std::string>>& prompts, bool add_special,
+  pyb::dict run(const Prompts& prompts, bool add_special,
                 const std::string& names, int keep_steps, const std::string& padding_side, int max_new_tokens,
                 bool use_cache, const pyb::dict& sampling, const std::optional<std::vector<int32_t>>& eos_ids,
                 const std::vector<std::string>& stop, const pyb::list& specs, const pyb::list& hooks,
@@ -152,22 +170,7 @@ class Engine {
     const ModelConfig& cfg = m_->loaded.cfg;
     GenerateOptions opt;
     std::vector<EncodeTrace> encodings;   // the run's /tokenizer record, handed over under run_mutex_
-    for (const auto& p : prompts) {
-      if (const std::string* text = std::get_if<std::string>(&p)) {
-        EncodeTrace et;
-        opt.prompts.push_back(tokenizer().encode(*text, add_special, &et));
-        encodings.push_back(std::move(et));
-        if (opt.prompts.back().empty()) throw pyb::value_error("the prompt '" + *text + "' encodes to no tokens");
-      } else {
-        opt.prompts.push_back(std::get<std::vector<int32_t>>(p));
-        if (opt.prompts.back().empty()) throw pyb::value_error("a prompt of no ids");
-      }
-      for (int32_t id : opt.prompts.back())
-        if (id < 0 || id >= cfg.vocab_size)
-          throw pyb::value_error("token id " + std::to_string(id) + " is outside the vocabulary (" +
-                                 std::to_string(cfg.vocab_size) + ")");
-    }
-    if (opt.prompts.empty()) throw pyb::value_error("no prompt");
+    opt.prompts = prompt_ids(prompts, add_special, &encodings);
     if (max_new_tokens < 1) throw pyb::value_error("max_new_tokens must be at least 1, got " + std::to_string(max_new_tokens));
     opt.padding_side = parse_padding_side(padding_side);
     opt.max_new_tokens = max_new_tokens;
@@ -243,7 +246,7 @@ class Engine {
   // One prefill with gradients (grad/grad_run.h): m.run_with_grads in python/lmscope/__init__.py.
   // Bad input (a token outside the vocabulary, a position outside a prompt, a NaN metric):
   // std::invalid_argument, which pybind11 raises as ValueError.
-  pyb::dict run_grads(const std::vector<std::variant<std::vector<int32_t>, std::string>>& prompts, bool add_special,
+  pyb::dict run_grads(const Prompts& prompts, bool add_special,
                       const std::string& metric, const std::string& names, const std::string& padding_side,
                       bool use_cache, const pyb::list& specs) {
     const ModelConfig& cfg = m_->loaded.cfg;
@@ -253,14 +256,7 @@ class Engine {
     std::unique_ptr<Interventions> interventions;
     if (!parsed.empty()) interventions = std::make_unique<Interventions>(std::move(parsed), cfg);
     req.editor = interventions.get();
-    for (const auto& p : prompts) {
-      if (const std::string* text = std::get_if<std::string>(&p))
-        req.prompts.push_back(tokenizer().encode(*text, add_special));
-      else
-        req.prompts.push_back(std::get<std::vector<int32_t>>(p));
-      if (req.prompts.back().empty()) throw pyb::value_error("a prompt of no tokens");
-    }
-    if (req.prompts.empty()) throw pyb::value_error("no prompt");
+    req.prompts = prompt_ids(prompts, add_special, nullptr);
     req.padding_side = parse_padding_side(padding_side);
     req.pad_id = m_->special.pad_id;
     req.use_cache = use_cache;
@@ -322,13 +318,10 @@ class Engine {
  private:
   py::PythonHook python_hook(const std::string& site, const pyb::function& fn) const {
     const auto parsed = parse_hook_name(site);
-    // "layers.3.attn.z" -> "layers.L.attn.z", the spelling of intervention_site_names()
-    const std::string generic = site.rfind("layers.", 0) == 0 ? "layers.L." + site.substr(site.find('.', 7) + 1) : site;
-    const auto& editable = intervention_site_names();
-    if (!parsed || std::find(editable.begin(), editable.end(), generic) == editable.end())
+    if (!parsed || !hook_info(parsed->id).editable)
       throw pyb::value_error("hook site '" + site + "' is not an editable site (" + [&] {
         std::string all;
-        for (const std::string& s : editable) all += (all.empty() ? "" : ", ") + s;
+        for (const std::string& s : intervention_site_names()) all += (all.empty() ? "" : ", ") + s;
         return all;
       }() + ")");
     if (hook_info(parsed->id).per_layer && (parsed->layer < 0 || parsed->layer >= m_->loaded.cfg.num_layers))
@@ -337,7 +330,7 @@ class Engine {
     return {parsed->id, parsed->layer, fn, site};
   }
 
-  std::unique_ptr<cli::ToolModel> m_;
+  std::unique_ptr<OpenModel> m_;
   std::mutex run_mutex_;
 };
 
@@ -388,6 +381,9 @@ PYBIND11_MODULE(_core, mod) {
     if (kind == "ids") return pyb::cast(d->ids);
     return pyb::str(d->text);
   });
+  // The hooks a Python function or an intervention may edit (HookInfo::editable), in forward
+  // order, as docs/hooks.md names them: "embed", "layers.L.resid_pre", ..., "logits".
+  mod.def("editable_hooks", [] { return intervention_site_names(); });
   // A hook's axis names as docs/hooks.md gives them ("layers.3.attn.q" -> "B,H,T,hd"), "" for
   // a name that is no hook.
   mod.def("hook_axes", [](const std::string& name) -> std::string {

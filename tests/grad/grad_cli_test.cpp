@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "io/hdf5.h"
 #include "tests/cli/cli_test_util.h"
@@ -98,6 +100,26 @@ TEST(GradCli, AZeroAblationStopsTheGradientThroughItsSite) {
   EXPECT_GT(max_abs("step_0000/grad/layers/1/ffn/act"), 0.0);
 }
 
+// Edits of the hooks the table made editable reach the backward too. Two edits that the
+// forward's algebra makes one edit (act = silu(gate) * up, so doubling up doubles act; logits =
+// final_norm @ W^T, so doubling one doubles the other) give the same gradient upstream, bit for
+// bit (a factor of 2 is exact in float32), and not the unedited one.
+TEST(GradCli, EditsTheAlgebraEquatesGiveOneGradient) {
+  TempDir tmp;
+  auto grad_embed = [&](const std::string& edit) {
+    const std::string out = tmp.file("g.h5");
+    trace_grad(out, kMetric, edit.empty() ? "" : "--intervene '" + edit + "'");
+    return h5::File::open_read(out).root().read_dataset("step_0000/grad/embed").values;
+  };
+  const std::vector<double> clean = grad_embed("");
+  const std::vector<double> up = grad_embed("layers.1.ffn.up=scale(2)");
+  EXPECT_EQ(up, grad_embed("layers.1.ffn.act=scale(2)"));
+  EXPECT_NE(up, clean);
+  const std::vector<double> head = grad_embed("final_norm=scale(2)");
+  EXPECT_EQ(head, grad_embed("logits=scale(2)"));
+  EXPECT_NE(head, clean);
+}
+
 TEST(GradCli, BadInputIsOneLine) {
   TempDir tmp;
   const std::string base = "-q --model " + kTiny + " --prompt-ids " + kIds + " --out " + tmp.file("x.h5") + " ";
@@ -115,5 +137,7 @@ TEST(GradCli, BadInputIsOneLine) {
                     {"the range [3, 40) is outside the prompt"});
   expect_error_line(tool("lmscope-trace", base + "--grad 'logprob:pos=-1:5' --intervene 'layers.0.attn.probs=zero'"),
                     "lmscope-trace", {"gradients through an edit of layers.0.attn.probs: not yet"});
+  expect_error_line(tool("lmscope-trace", base + "--grad 'logprob:pos=-1:5' --intervene 'layers.0.attn.scores=zero'"),
+                    "lmscope-trace", {"gradients through an edit of layers.0.attn.scores: not yet"});
   EXPECT_FALSE(std::filesystem::exists(tmp.file("x.h5")));   // no half-written trace
 }

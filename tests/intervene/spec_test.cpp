@@ -155,3 +155,27 @@ TEST(InterventionSpec, TheGrammarRefusesWhatNoRunCanSelect) {
   EXPECT_NE(error_of("layers.1.resid_pre[pos=-9223372036854775808]=zero").find("beyond any axis"), std::string::npos);
   EXPECT_NE(error_of("layers.1.attn.probs[key=4294967296]=zero").find("beyond any axis"), std::string::npos);
 }
+
+// The sites are the hook table's editable hooks: global ones by their name, per-layer ones after
+// layers.L.; each selector applies where the hook has its axis (head: H or Hkv, neuron: F, key: S).
+TEST(InterventionSpec, SitesAndSelectorsComeFromTheHookTable) {
+  for (Hook h : editable_hooks()) {
+    const std::string generic = hook_generic_name(h);
+    const std::string site = hook_info(h).per_layer ? "layers.2." + generic.substr(9) : generic;
+    const InterventionSpec s = parse_intervention(site + "=zero");
+    EXPECT_EQ(s.hook, h) << site;
+    EXPECT_EQ(s.text(), site + "=zero");
+  }
+  EXPECT_EQ(parse_intervention("final_norm[pos=-1]=scale(2)").text(), "final_norm[pos=-1]=scale(2)");
+  EXPECT_EQ(parse_intervention("logits[row=0]=zero").hook, Hook::Logits);
+  EXPECT_EQ(parse_intervention("layers.1.attn.scores[head=1,key=0]=zero").key.text(), "0");
+  EXPECT_EQ(parse_intervention("layers.1.ffn.gate[neuron=3]=zero").neuron.text(), "3");
+  EXPECT_EQ(parse_intervention("layers.1.attn.k_norm[head=1]=zero").head.text(), "1");
+  EXPECT_NE(error_of("final_norm[head=1]=zero").find("selector 'head' does not apply to final_norm"), std::string::npos);
+  EXPECT_NE(error_of("layers.1.attn.z[key=1]=zero").find("(key: attn.scores, attn.probs)"), std::string::npos);
+  EXPECT_NE(error_of("layers.1.attn.z[neuron=1]=zero").find("(neuron: ffn.gate, ffn.up, ffn.act)"), std::string::npos);
+  // Read-only hooks are no sites, whatever their spelling.
+  for (const char* read_only : {"tokens.input_ids=zero", "mask.combined=zero", "kv.1.k=zero", "layers.1.k=zero",
+                                "sample.probs=zero", "lens.layers.1.logits=zero", "quant.final_norm.q8=zero"})
+    EXPECT_NE(error_of(read_only).find("unknown site"), std::string::npos) << read_only;
+}

@@ -95,7 +95,7 @@ def test_bad_input_is_one_line_as_a_python_exception(tiny, tmp_path):
         lmscope.Model(bad)
     assert str(bad) in str(e.value) and "\n" not in str(e.value)
     with pytest.raises(ValueError, match="not an editable site"):
-        tiny.run_with_hooks(TINY_IDS, hooks=[("layers.1.attn.scores", lambda x, c: None)])
+        tiny.run_with_hooks(TINY_IDS, hooks=[("kv.1.k", lambda x, c: None)])
     with pytest.raises(ValueError, match="layer 40 is outside"):
         tiny.run_with_hooks(TINY_IDS, hooks=[("layers.40.resid_pre", lambda x, c: None)])
     with pytest.raises(ValueError, match="intervention 'layers.1.attn.z\\[head=99\\]=zero'"):
