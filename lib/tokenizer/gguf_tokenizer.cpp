@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "io/gguf.h"
+#include "tokenizer/gguf_vocab.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -123,10 +124,6 @@ std::string squote(std::string_view s) {
   return out;
 }
 
-[[noreturn]] void fail_key(const GgufFile& f, const std::string& key, const std::string& what) {
-  throw std::runtime_error(f.path() + ": key '" + key + "' " + what);
-}
-
 [[noreturn]] void fail_elem(const GgufFile& f, const std::string& key, size_t i, std::string_view value,
                             const std::string& what) {
   throw std::runtime_error(f.path() + ": key '" + key + "' [" + std::to_string(i) + "] " + squote(value) + ": " + what);
@@ -140,9 +137,6 @@ constexpr const char* kMerges = "tokenizer.ggml.merges";
 constexpr const char* kAddBos = "tokenizer.ggml.add_bos_token";
 constexpr const char* kAddEos = "tokenizer.ggml.add_eos_token";
 constexpr const char* kChatTemplate = "tokenizer.chat_template";
-
-// llama.cpp's token types (gguf-py TokenType).
-enum TokenType : int64_t { kUndefined = 0, kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
 }  // namespace
 

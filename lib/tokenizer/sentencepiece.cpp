@@ -7,17 +7,11 @@
 #include <stdexcept>
 
 #include "io/gguf.h"
+#include "tokenizer/gguf_vocab.h"
 
 namespace lmscope::tok {
 
 namespace {
-
-// llama.cpp's token types (gguf-py TokenType).
-constexpr int kUserDefined = 4;
-
-[[noreturn]] void fail_key(const GgufFile& f, const std::string& key, const std::string& what) {
-  throw std::runtime_error(f.path() + ": key '" + key + "' " + what);
-}
 
 // Bytes in the UTF-8 character that starts with `lead` (1 for a stray continuation byte, as
 // llama.cpp's unicode_len_utf8).
