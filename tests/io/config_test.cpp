@@ -15,16 +15,10 @@ namespace {
 
 const std::string kSrc = "config.json";
 
-// A valid Qwen2 config, with `extra` fields spliced in (later keys do not override earlier
-// ones in nlohmann, so `replace` edits the base text instead).
-std::string qwen2(const std::string& extra = "", std::map<std::string, std::string> replace = {}) {
-  std::map<std::string, std::string> f = {
-      {"architectures", "[\"Qwen2ForCausalLM\"]"}, {"model_type", "\"qwen2\""},
-      {"hidden_size", "64"}, {"intermediate_size", "128"}, {"num_hidden_layers", "2"},
-      {"num_attention_heads", "4"}, {"num_key_value_heads", "2"}, {"rms_norm_eps", "1e-06"},
-      {"rope_theta", "1000000.0"}, {"max_position_embeddings", "128"}, {"vocab_size", "100"},
-      {"hidden_act", "\"silu\""}, {"bos_token_id", "1"}, {"eos_token_id", "2"},
-      {"torch_dtype", "\"bfloat16\""}, {"use_sliding_window", "false"}, {"sliding_window", "64"}};
+// A config.json's text from its fields: `replace` edits them (an empty value removes the
+// field), `extra` is spliced in before the closing brace.
+std::string config_text(std::map<std::string, std::string> f, const std::map<std::string, std::string>& replace,
+                        const std::string& extra) {
   for (auto& [k, v] : replace) {
     if (v.empty()) f.erase(k);
     else f[k] = v;
@@ -35,6 +29,19 @@ std::string qwen2(const std::string& extra = "", std::map<std::string, std::stri
     s += "\"" + k + "\":" + v;
   }
   return s + extra + "}";
+}
+
+// A valid Qwen2 config, with `extra` fields spliced in (later keys do not override earlier
+// ones in nlohmann, so `replace` edits the base text instead).
+std::string qwen2(const std::string& extra = "", std::map<std::string, std::string> replace = {}) {
+  std::map<std::string, std::string> f = {
+      {"architectures", "[\"Qwen2ForCausalLM\"]"}, {"model_type", "\"qwen2\""},
+      {"hidden_size", "64"}, {"intermediate_size", "128"}, {"num_hidden_layers", "2"},
+      {"num_attention_heads", "4"}, {"num_key_value_heads", "2"}, {"rms_norm_eps", "1e-06"},
+      {"rope_theta", "1000000.0"}, {"max_position_embeddings", "128"}, {"vocab_size", "100"},
+      {"hidden_act", "\"silu\""}, {"bos_token_id", "1"}, {"eos_token_id", "2"},
+      {"torch_dtype", "\"bfloat16\""}, {"use_sliding_window", "false"}, {"sliding_window", "64"}};
+  return config_text(std::move(f), replace, extra);
 }
 
 void expect_config_error(const std::string& text, std::initializer_list<std::string> parts) {
@@ -133,16 +140,7 @@ std::string gemma3(const std::string& extra = "", std::map<std::string, std::str
                           "\"sliding_attention\":{\"rope_theta\":10000.0,\"rope_type\":\"default\"}}"},
       {"final_logit_softcapping", "null"}, {"attn_logit_softcapping", "null"},
       {"use_bidirectional_attention", "false"}, {"tie_word_embeddings", "true"}};
-  for (auto& [k, v] : replace) {
-    if (v.empty()) f.erase(k);
-    else f[k] = v;
-  }
-  std::string s = "{";
-  for (auto& [k, v] : f) {
-    if (s.size() > 1) s += ",";
-    s += "\"" + k + "\":" + v;
-  }
-  return s + extra + "}";
+  return config_text(std::move(f), replace, extra);
 }
 
 // Gemma 3: which layers slide and their RoPE base, the attention scale, and the refusals that
