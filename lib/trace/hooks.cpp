@@ -149,6 +149,9 @@ std::optional<ParsedHook> parse_hook_name(const std::string& name) {
 }
 
 std::string hook_sort_key(const std::string& name) {
+  // A gradient (lmscope-trace --grad: "grad.<hook>") after every activation, in its hook's order.
+  static const std::string grad = "grad.";
+  if (name.compare(0, grad.size(), grad) == 0) return "8|" + hook_sort_key(name.substr(grad.size()));
   char buf[64];
   auto parsed = parse_hook_name(name);
   if (!parsed) return "9|" + name;

@@ -66,7 +66,8 @@ std::optional<ParsedHook> parse_hook_name(const std::string& name);
 
 // Sort key that puts hook names in forward order: globals before layers, layers in order,
 // within a layer the order of the table, kv.L.* and lens.layers.L.* right after layers.L.*, then final_norm,
-// logits, sample.*. Unknown names sort last, alphabetically.
+// logits, sample.*; then the gradients (grad.<hook>) in the same order. Unknown names sort last,
+// alphabetically.
 std::string hook_sort_key(const std::string& name);
 
 }  // namespace lmscope

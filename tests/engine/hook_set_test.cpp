@@ -36,6 +36,16 @@ TEST(HookNames, SortKeyIsForwardOrder) {
     EXPECT_LT(hook_sort_key(ordered[i - 1]), hook_sort_key(ordered[i])) << ordered[i - 1] << " vs " << ordered[i];
 }
 
+// lmscope-trace --grad's datasets: after every activation, in their hooks' forward order (layer
+// 2 before layer 10, not as the text sorts).
+TEST(HookNames, GradientsSortAfterTheActivationsInForwardOrder) {
+  std::vector<std::string> ordered = {"logits", "sample.chosen", "grad.embed", "grad.layers.2.resid_pre",
+                                      "grad.layers.2.ffn_out", "grad.layers.10.resid_pre", "grad.final_norm",
+                                      "grad.logits"};
+  for (size_t i = 1; i < ordered.size(); ++i)
+    EXPECT_LT(hook_sort_key(ordered[i - 1]), hook_sort_key(ordered[i])) << ordered[i - 1] << " vs " << ordered[i];
+}
+
 TEST(HookSet, GlobsAndLayerRanges) {
   HookSet s("layers.*.attn.q_rope,logits", "0-1,3", 5);
   EXPECT_TRUE(s.enabled(Hook::AttnQRope, 0));
