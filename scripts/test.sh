@@ -12,6 +12,8 @@ scripts/build.sh -DLMSCOPE_RAY_PYTHON="${ray_python:-}"
 scripts/fetch-model.sh || echo "test: SmolLM2 could not be fetched; its tests will skip"
 scripts/fetch-r1-tokenizer.sh || echo "test: the DeepSeek-R1-Distill GGUF header could not be fetched; its tests will skip"
 scripts/fetch-qwen2-model.sh || echo "test: Qwen2.5-Coder-0.5B-Instruct could not be fetched; its tests will skip"
+# Gemma 3 270M (Google's Gemma terms apply to its weights: scripts/fetch-gemma3-model.sh says so).
+scripts/fetch-gemma3-model.sh || echo "test: Gemma 3 270M could not be fetched; its tests will skip"
 # The self-contained wheel, which ctest python_wheel installs into a fresh venv: built after
 # build/, whose objects ccache hands it (docs/build.md, "How long it takes").
 scripts/build-wheel.sh || echo "test: the wheel could not be built; python_wheel will fail"

@@ -93,7 +93,7 @@ TEST(SentencePiece, Gemma3MatchesHuggingFace) {
 TEST(SentencePiece, RefusesAByteLevelTokenizer) {
   const std::string root = LMSCOPE_SOURCE_DIR;
   const std::string smol = root + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!std::filesystem::exists(smol)) GTEST_SKIP() << smol << " is absent";
+  if (!std::filesystem::exists(smol)) GTEST_SKIP() << smol << " is absent: run scripts/fetch-model.sh";
   try {
     load_spm_vocab(GgufFile::open(smol, GgufOpen::MetadataOnly));
     FAIL() << "no error";
