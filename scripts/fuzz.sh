@@ -40,7 +40,10 @@ for t in "${targets[@]}"; do
   san="log_path=$PWD/$findings/report"
   export ASAN_OPTIONS="$asan:$san" UBSAN_OPTIONS="print_stacktrace=1:$san" \
          LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan-libhdf5.supp:print_suppressions=0"
-  limits=(-timeout=10 -rss_limit_mb=4096 -max_len=1048576)
+  # -malloc_limit_mb: one allocation over half the RSS limit is reported as it is made, with
+  # the stack that made it (symbolized while memory is still free). At the RSS limit only
+  # libFuzzer's heap profile is left to judge by, after the fact (fuzz/triage.py).
+  limits=(-timeout=10 -rss_limit_mb=4096 -malloc_limit_mb=2048 -max_len=1048576)
   # Fork mode: a finding is saved and fuzzing goes on, so that libhdf5's own bugs (fuzz_trace)
   # do not end the run.
   "build-asan/$t" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -max_total_time="$seconds" \

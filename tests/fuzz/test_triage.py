@@ -5,6 +5,8 @@ another interceptor. Run: python3 -m pytest -q tests/fuzz (ctest: fuzz_triage)."
 import importlib.util
 import os
 import re
+import shutil
+import subprocess
 
 import pytest
 
@@ -101,3 +103,37 @@ def test_the_script_fails_only_for_lmscopes(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"{ours}: lmscope: heap-buffer-overflow in lmscope::h5::Object::has_attr(" in out
     assert "cannot read the report" in out
+
+
+def test_frames_printed_without_symbols_are_named_from_the_executable(tmp_path):
+    # At the RSS limit the sanitizer may fail to start its symbolizer: lmscope's frames then
+    # read "(fuzz_trace+0x...)", like the runtime's. triage names them from the executable's
+    # debug information, so the allocation is lmscope's again, not "only the sanitizer's".
+    compiler = shutil.which("cc") or pytest.skip("no C compiler")
+    src = tmp_path / "reader.c"
+    src.write_text("int read_dataset(int n) { return n * 2; }\nint main(void) { return read_dataset(1); }\n")
+    exe = tmp_path / "fuzz_like"
+    subprocess.run([compiler, "-g", "-O0", "-o", str(exe), str(src)], check=True)
+    addr = next(line.split()[0] for line in subprocess.run(["nm", str(exe)], capture_output=True, text=True,
+                                                           check=True).stdout.splitlines()
+                if line.endswith(" read_dataset"))
+    text = report("report.rss-limit-in-libhdf5-vlen")
+    text = re.sub(r"^    #\d+ .*libhdf5_serial.*\n", "", text, flags=re.M)
+    # lmscope's frames as an unsymbolized report prints them: module and offset only.
+    unnamed = re.sub(r"^(    #\d+ 0x[0-9a-f]+) in lmscope::.*$", rf"\1  ({exe}+0x{int(addr, 16):x})", text, flags=re.M)
+    unnamed = re.sub(r"^(    #\d+ 0x[0-9a-f]+) in LLVMFuzzerTestOneInput .*$", rf"\1  ({exe}+0x{int(addr, 16):x})",
+                     unnamed, flags=re.M)
+    assert "lmscope::" not in unnamed.split("Live Heap")[1]
+    owner, said = triage.triage(unnamed)
+    assert (owner, said) == ("lmscope", "out-of-memory over the RSS limit in read_dataset (fuzz_like)")
+    # The executable gone: nothing to name them from, and nothing to blame but lmscope.
+    exe.unlink()
+    assert triage.triage(unnamed) == ("lmscope", "out-of-memory over the RSS limit with only the sanitizer's frames")
+
+
+def test_the_script_shows_the_stack_of_a_finding_that_is_lmscopes(tmp_path, capsys):
+    ours = tmp_path / "report.2"
+    ours.write_text(LIBHDF5_FRAMES.sub("", MEMCPY))
+    assert triage.main([str(ours)]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^    #\d+ 0x[0-9a-f]+ in lmscope::h5::Object::has_attr\(", out, re.M)
