@@ -4,8 +4,10 @@
 // finite difference of the metric (the row's meaning: d metric / d scale of the token's
 // embedding), and drawn in headless Chromium with those numbers. Made on golden/models/tiny-qwen2.
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -143,4 +145,30 @@ TEST_F(ReportSaliency, APageDrawsTheRowAndATraceWithoutGradientsSaysHowToGetIt) 
   const std::string dom2 = rendered_dom(chromium_, dir_->file("profile"), "file://" + plain_html);
   EXPECT_NE(dom2.find("This trace has no gradients of the embedding (grad.embed). Trace with --grad METRIC"),
             std::string::npos);
+}
+
+// A damaged gradient (a NaN written into grad.embed of a copy of the trace, with the HDF5 C API):
+// one line naming the file and where, exit 1, and no page left behind.
+TEST_F(ReportSaliency, ANonFiniteGradientIsOneLineAndNoPage) {
+  ASSERT_TRUE(made_);
+  const std::string bad = dir_->file("nan.h5"), html = dir_->file("nan.html");
+  std::filesystem::copy_file(dir_->file("grad.h5"), bad);
+  {
+    const hid_t f = H5Fopen(bad.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    const hid_t d = H5Dopen2(f, "/step_0000/grad/embed", H5P_DEFAULT);
+    ASSERT_GE(d, 0);
+    const hid_t space = H5Dget_space(d);
+    std::vector<float> v(size_t(H5Sget_simple_extent_npoints(space)));
+    ASSERT_GE(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+    v[2] = std::nanf("");   // row 0, position 0, d = 2
+    ASSERT_GE(H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+    H5Sclose(space);
+    H5Dclose(d);
+    H5Fclose(f);
+  }
+  CliRun r = run_cli(kBin + "/lmscope-report " + bad + " -o " + html);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "lmscope-report: error: '" + bad + "': grad.embed x embed is not finite at row 0, position 0\n");
+  EXPECT_FALSE(std::filesystem::exists(html));
 }
