@@ -10,6 +10,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "report/saliency.h"
 #include "tokenizer/ids_text.h"
 #include "tokenizer/tokenizer.h"
 #include "trace/hooks.h"
@@ -581,6 +582,7 @@ json report_data(const TraceReader& tr, const ReportOptions& opt, const tok::Tok
   j["residual"] = residual_section(c, B);
   j["generation"] = generation_section(c, opt, B);
   j["lens"] = lens_section(c, B);
+  j["saliency"] = saliency_section(tr);
   if (!c.has(0, "tokens.input_ids"))
     j["tokens_absent"] = absent("tokens.*", "token ids (tokens.input_ids)")["absent"];
   return j;

@@ -222,7 +222,9 @@ TEST_F(ReportSections, HfTracesRenderTheSectionsTheirHooksAllow) {
     // Each section without its hooks says what to trace, and only those.
     int absent = 0;
     for (size_t at = dom.find("class=\"absent\""); at != std::string::npos; at = dom.find("class=\"absent\"", at + 1)) ++absent;
-    EXPECT_EQ(absent, int(!has("tokens.input_ids")) + int(!masks) + int(!attention) + int(!residual) + int(residual && !share) + int(!lens) + int(!generation));
+    const bool saliency = (has("embed") && has("grad.embed")) ||   // lmscope-trace --grad only
+                          (has("layers.0.resid_pre") && has("grad.layers.0.resid_pre"));
+    EXPECT_EQ(absent, int(!has("tokens.input_ids")) + int(!masks) + int(!attention) + int(!residual) + int(residual && !share) + int(!lens) + int(!generation) + int(!saliency));
     EXPECT_EQ(dom.find("Trace with --lens K") != std::string::npos, !lens);
   }
 }

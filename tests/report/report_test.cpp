@@ -90,7 +90,11 @@ TEST_F(Report, PageRendersWithoutErrorsAndTheHeatmapShowsTheTracesValue) {
   for (const char* id : {"sec-header", "token-strip-0", "token-words-0", "mask-padding", "mask-combined",
                          "attn-svg", "attn-overview-svg", "resid-svg", "share-svg", "lens-table", "gen-step-0", "gen-step-3"})
     EXPECT_NE(dom.out.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
-  EXPECT_EQ(dom.out.find("class=\"absent\""), std::string::npos);
+  // ... but the token saliency row, which needs lmscope-trace --grad (report_saliency_test.cpp).
+  const size_t absent = dom.out.find("class=\"absent\"");
+  EXPECT_NE(absent, std::string::npos);
+  EXPECT_EQ(dom.out.find("class=\"absent\"", absent + 1), std::string::npos);
+  EXPECT_NE(dom.out.find("no gradients of the embedding", absent), std::string::npos);
   // One prompt, no padding: the combined mask is the causal one, drawn once and titled so.
   EXPECT_EQ(dom.out.find("id=\"mask-causal\""), std::string::npos);
   EXPECT_NE(dom.out.find("combined = causal (row 0 has no padding)"), std::string::npos);
@@ -234,11 +238,15 @@ TEST_F(Report, SmolLM2PageStaysSmallAndRenders) {
   EXPECT_EQ(dom_text(dom.out, "script-errors"), "");
   EXPECT_EQ(dom_text(dom.out, "render-status"), "rendered");
   EXPECT_NE(dom.out.find("&lt;|im_start|&gt;"), std::string::npos);   // a special token in the strip
-  // run.sh traces without --lens: the lens section is the one that says what to trace.
+  // run.sh traces without --lens and --grad: the token saliency and lens sections are the ones
+  // that say what to trace (in the page's order).
   const size_t absent = dom.out.find("class=\"absent\"");
   ASSERT_NE(absent, std::string::npos);
-  EXPECT_NE(dom.out.find("Trace with --lens K", absent), std::string::npos);
-  EXPECT_EQ(dom.out.find("class=\"absent\"", absent + 1), std::string::npos);
+  EXPECT_NE(dom.out.find("no gradients of the embedding", absent), std::string::npos);
+  const size_t second = dom.out.find("class=\"absent\"", absent + 1);
+  ASSERT_NE(second, std::string::npos);
+  EXPECT_NE(dom.out.find("Trace with --lens K", second), std::string::npos);
+  EXPECT_EQ(dom.out.find("class=\"absent\"", second + 1), std::string::npos);
 }
 
 // Renders an SVG file headless at 1280x720: its DOM must hold `texts`, its screenshot be drawn.
