@@ -14,13 +14,19 @@
 
 namespace lmscope {
 
-// Per site: the estimate of every cell, [layer][column] (PatchSite::columns). The prompts have
-// one length; the metric is lib/grad's (grad/metric.h), read on the corrupted run. Throws one
-// line on a backend without backward ops ("gradients: CPU backend only").
-std::vector<std::vector<std::vector<double>>> attribution_estimates(const ModelContext& m, const Weights& weights,
-                                                                   const std::vector<PatchSite>& sites,
-                                                                   const std::vector<int32_t>& clean,
-                                                                   const std::vector<int32_t>& corrupt,
-                                                                   const MetricSpec& metric);
+// One site's estimates: every cell, and each cell split by position (a head or neuron cell is
+// that head or neuron at every position: the sum over positions of its per-position cells).
+struct AttributionCells {
+  std::vector<std::vector<double>> grid;                       // [layer][column]
+  std::vector<std::vector<std::vector<double>>> by_position;   // [layer][position][column]
+};
+
+// Per site (PatchSite::columns), for prompts of one length; the metric is lib/grad's
+// (grad/metric.h), read on the corrupted run. Throws one line on a backend without backward ops
+// ("gradients: CPU backend only").
+std::vector<AttributionCells> attribution_estimates(const ModelContext& m, const Weights& weights,
+                                                    const std::vector<PatchSite>& sites,
+                                                    const std::vector<int32_t>& clean,
+                                                    const std::vector<int32_t>& corrupt, const MetricSpec& metric);
 
 }  // namespace lmscope

@@ -263,8 +263,9 @@ PatchSweep run_patch_sweep(const ModelContext& m, const PatchSweepOptions& opt) 
     const auto estimates = attribution_estimates(m, *opt.weights, sites, opt.clean, opt.corrupt, opt.metric.spec);
     out.attribution_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (size_t g = 0; g < sites.size(); ++g) {
-      out.grids[g].attribution = estimates[g];
-      out.grids[g].attribution_normalized = estimates[g];
+      out.grids[g].attribution = estimates[g].grid;
+      out.grids[g].attribution_by_position = estimates[g].by_position;
+      out.grids[g].attribution_normalized = estimates[g].grid;
       for (auto& row : out.grids[g].attribution_normalized)
         for (double& v : row) v = normalize(v);
     }

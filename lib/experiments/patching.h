@@ -81,6 +81,8 @@ struct PatchGrid {
   // attribution patching (empty when not run): [layer][column]
   std::vector<std::vector<double>> attribution;              // estimated patched - corrupted
   std::vector<std::vector<double>> attribution_normalized;   // that / (clean - corrupted)
+  // each cell split by position, [layer][position][column] (a position cell: 0 elsewhere)
+  std::vector<std::vector<std::vector<double>>> attribution_by_position;
   double pearson = NAN;   // both run: the correlation of the two grids' cells (NaN: undefined)
 };
 

@@ -28,6 +28,7 @@ class PatchGrid:
     normalized: np.ndarray        # (patched - corrupted) / (clean - corrupted)
     attribution: np.ndarray       # attribution patching: the estimate of patched - corrupted
     attribution_normalized: np.ndarray
+    attribution_by_position: np.ndarray   # [layer, position, column]: each cell split by position
     pearson: float                # both methods: the correlation of the two normalized grids
 
 
@@ -85,5 +86,6 @@ def patch_sweep(model, clean, corrupted, sites: Sequence[str] = DEFAULT_SITES,
         out.grids[site] = PatchGrid(site, g["columns"], list(g["column_index"]),
                                     np.array(g["metric"], dtype=np.float64), np.array(g["normalized"], dtype=np.float64),
                                     np.array(g["attribution"], dtype=np.float64),
-                                    np.array(g["attribution_normalized"], dtype=np.float64), g["pearson"])
+                                    np.array(g["attribution_normalized"], dtype=np.float64),
+                                    np.array(g["attribution_by_position"], dtype=np.float64), g["pearson"])
     return out

@@ -362,6 +362,7 @@ class Engine {
       gd["normalized"] = g.normalized;
       gd["attribution"] = g.attribution;
       gd["attribution_normalized"] = g.attribution_normalized;
+      gd["attribution_by_position"] = g.attribution_by_position;
       gd["pearson"] = g.pearson;
       grids[pyb::str(g.site)] = gd;
     }
