@@ -133,6 +133,82 @@ def axis_of(hook, axis):
     return layouts[hook].index({"pos": "T", "head": "H", "neuron": "F"}[axis])
 
 
+# Path patching (lmscope-patch --path-to, lib/experiments/path_patching.h): the tiny-qwen2 pair,
+# the first case's metric, every sender head of layers 0-1 into one receiver head's input.
+PATH_CASE = ("tiny-qwen2-path", "golden/models/tiny-qwen2", "logprob:pos=-1:TOP1",
+             [("attn.q", 2, 1), ("attn.v", 2, 0)])
+
+
+def path_case(torch, model, tok, name, rel, spec, receivers):
+    """For each sender head (layer < the receiver's): (1) the corrupted run with the sender's
+    attn.z from the clean run and every head of the layers between frozen at its corrupted value
+    (MLPs recomputed), keeping the receiver's q/v input; (2) the corrupted run with only the
+    receiver head's input from (1); the metric of (2)."""
+    clean, corrupted = (tok(t, add_special_tokens=False)["input_ids"]
+                        for t in (grad_refs.PATCH_CLEAN, grad_refs.PATCH_CORRUPTED))
+    cfg = model.config
+    hd = cfg.hidden_size // cfg.num_attention_heads
+    with torch.no_grad():
+        top = torch.argsort(model(input_ids=torch.tensor([corrupted]), use_cache=False).logits[0, -1],
+                            descending=True, stable=True)[:1].tolist()
+    spec = spec.replace("TOP1", str(top[0]))
+    z = {}
+    out = {}
+    with Patcher(torch, model) as p, torch.no_grad():
+        def run(ids):
+            return model(input_ids=torch.tensor([ids]), use_cache=False).logits
+        for which, ids in (("clean", clean), ("corrupted", corrupted)):
+            def capture(hook, layer, t, which=which):
+                if hook == "attn.z":
+                    z[(which, layer)] = t.clone()
+                return t
+            p.edit = capture
+            run(ids)
+        for hook, rl, rh in receivers:
+            grid = []
+            for sl in range(rl):
+                row = []
+                for sh in range(cfg.num_attention_heads):
+                    kept = {}
+                    cols = cell_index("attn.z", "head", sh, hd)
+
+                    def step1(h, l, t, sl=sl, cols=cols, hook=hook, rl=rl, kept=kept):
+                        if h == "attn.z" and l == sl:
+                            t = t.clone()
+                            t[cols] = z[("clean", sl)][cols]
+                        elif h == "attn.z" and sl < l < rl:
+                            t = z[("corrupted", l)].clone()
+                        elif h == hook and l == rl:
+                            kept["input"] = t.clone()
+                        return t
+                    p.edit = step1
+                    run(corrupted)
+                    rcols = cell_index(hook, "head", rh, hd)
+
+                    def step2(h, l, t, hook=hook, rl=rl, rcols=rcols, kept=kept):
+                        if h == hook and l == rl:
+                            t = t.clone()
+                            t[rcols] = kept["input"][rcols]
+                        return t
+                    p.edit = step2
+                    row.append(float(grad_refs.metric_of(torch, spec, run(corrupted), [corrupted], [len(corrupted)])))
+                grid.append(row)
+            out["layers.%d.%s[head=%d]" % (rl, hook, rh)] = grid
+        p.edit = lambda h, l, t: t
+        clean_metric = float(grad_refs.metric_of(torch, spec, run(clean), [clean], [len(clean)]))
+        corrupted_logits = run(corrupted)
+        corrupt_metric = float(grad_refs.metric_of(torch, spec, corrupted_logits, [corrupted], [len(corrupted)]))
+    path = os.path.join(OUT, name + ".json")
+    with open(path, "w") as f:
+        json.dump({"model": rel, "clean": clean, "corrupted": corrupted, "metric": spec,
+                   "clean_metric": clean_metric, "corrupt_metric": corrupt_metric,
+                   "logit_scale": float(corrupted_logits.abs().max()),
+                   "made_by": "golden/make_patching_refs.py: HF (float64, eager), torch hooks",
+                   "receivers": out}, f, indent=1)
+        f.write("\n")
+    print("wrote %s: %s" % (os.path.relpath(path, ROOT), spec))
+
+
 def make_case(torch, np, model, tok, name, rel, texts, spec, sites):
     clean, corrupted = (tok(t, add_special_tokens=False)["input_ids"] for t in texts)
     assert len(clean) == len(corrupted), name
@@ -237,6 +313,8 @@ def main():
             model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float64, attn_implementation="eager")
         model.eval().requires_grad_(False)
         make_case(torch, np, model, tok, name, rel, (clean, corrupted), spec, sites)
+        if name == "tiny-qwen2-logprob":
+            path_case(torch, model, tok, PATH_CASE[0], PATH_CASE[1], PATH_CASE[2], PATH_CASE[3])
 
 
 if __name__ == "__main__":

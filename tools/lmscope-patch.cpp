@@ -21,6 +21,7 @@
 
 #include "experiments/patching.h"
 #include "experiments/patching_pairs.h"
+#include "experiments/path_patching.h"
 #include "io/format_number.h"
 #include "io/output_target.h"
 #include "io/text_file.h"
@@ -294,7 +295,7 @@ int main(int argc, char** argv) {
   cli::ModelArgs margs;   // --model, --chat, --backend ... (--prompt / --prompt-ids: clean first, then corrupted)
   margs.add_to(app);
   std::string clean, corrupt, clean_ids, corrupt_ids, metric, sites = "resid_pre,attn_out,ffn_out,attn.z", json_out, svg,
-      pairs_file, method = "activation";
+      pairs_file, method = "activation", path_to;
   int rows = 32;
   bool quiet = false;
   app.add_option("--clean", clean, "the clean prompt (text)");
@@ -316,6 +317,9 @@ int main(int argc, char** argv) {
                  "activation (a patched forward per cell), attribution (the linear estimate from one backward) or both")
       ->check(CLI::IsMember({"activation", "attribution", "both"}))
       ->capture_default_str();
+  app.add_option("--path-to", path_to,
+                 "path patching: each sender head's effect (attn.z of every head before the receiver's layer) through "
+                 "only this receiver's input, layers.L.attn.q[head=H] (attn.k, attn.v: a KV head)");
   app.add_option("--rows-per-forward", rows, "patched copies of the corrupted prompt per forward")->capture_default_str();
   app.add_option("--json", json_out, "write the sweep as JSON to this file");
   app.add_option("--svg", svg, "write one heatmap per site: PREFIX.<site>.svg (--pairs: also PREFIX.<site>.sd.svg)");
@@ -327,10 +331,13 @@ int main(int argc, char** argv) {
     if (!clean.empty() || !clean_ids.empty() || !corrupt.empty() || !corrupt_ids.empty())
       return cli::usage_error("lmscope-patch", "--pairs gives the prompts: no --clean/--corrupt beside it");
     if (method != "activation") return cli::usage_error("lmscope-patch", "--method " + method + " with --pairs: not yet (one pair at a time)");
+    if (!path_to.empty()) return cli::usage_error("lmscope-patch", "--path-to with --pairs: not yet (one pair at a time)");
   } else {
     if (clean.empty() == clean_ids.empty() || corrupt.empty() == corrupt_ids.empty())
       return cli::usage_error("lmscope-patch", "give the clean prompt (--clean or --clean-ids) and the corrupted one (--corrupt or --corrupt-ids), or --pairs FILE");
     if (metric.empty()) return cli::usage_error("lmscope-patch", "--metric is required");
+    if (!path_to.empty() && method != "activation")
+      return cli::usage_error("lmscope-patch", "--path-to patches paths (activation): no --method " + method + " beside it");
     if (!clean_ids.empty()) margs.prompt_ids.push_back(clean_ids);
     else margs.prompts.push_back(clean);
     if (!corrupt_ids.empty()) margs.prompt_ids.push_back(corrupt_ids);
@@ -353,7 +360,7 @@ int main(int argc, char** argv) {
     // once, not after minutes) and written by the one atomic writer.
     if (!json_out.empty()) require_output_target(json_out);
     if (!svg.empty())
-      for (const std::string& site : opt.sites) {
+      for (const std::string& site : path_to.empty() ? opt.sites : std::vector<std::string>{"attn.z->" + path_to}) {
         if (opt.activation) require_output_target(svg_path(svg, site));
         if (!pairs_file.empty()) require_output_target(svg_path(svg, site, "sd"));
         if (opt.attribution) require_output_target(svg_path(svg, site, "attribution"));
@@ -365,7 +372,18 @@ int main(int argc, char** argv) {
     opt.clean = tm->prompts[clean_first ? 0 : 1];
     opt.corrupt = tm->prompts[clean_first ? 1 : 0];
     opt.metric = parse_patch_metric(metric, tk, tm->loaded.cfg.vocab_size);
-    const PatchSweep s = run_patch_sweep(tm->ctx, opt);
+    PatchSweep s;
+    if (path_to.empty()) {
+      s = run_patch_sweep(tm->ctx, opt);
+    } else {
+      PathPatchOptions path;
+      parse_path_receiver(path_to, tm->loaded.cfg, path);
+      path.clean = opt.clean;
+      path.corrupt = opt.corrupt;
+      path.metric = opt.metric;
+      path.rows_per_forward = rows;
+      s = run_path_patching(tm->ctx, path);
+    }
     const PieceFn piece = cli::piece_fn(tk);
     std::printf("metric %s: clean %.4f, corrupted %.4f\n", metric.c_str(), s.clean_metric, s.corrupt_metric);
     std::printf("%s", table_text(s, piece).c_str());

@@ -43,29 +43,6 @@ int32_t metric_token(const std::string& raw, const tok::Tokenizer* tk, const std
   return ids[0];
 }
 
-// Each row's logits after one forward of `prompts` (no padding: all rows have one length) with
-// `editor` applied: [T,V] per row, or [1,V] (the last position) when `last_only`.
-std::vector<std::vector<float>> row_logits(Decoder& dec, const std::vector<std::vector<int32_t>>& prompts,
-                                           HookEditor* editor, bool last_only) {
-  const Batch batch = Batch::from_prompts(prompts, PaddingSide::Left, 0);
-  const StepInput in{batch.ids_tensor(0), batch.position_ids(0), batch.mask_tensor()};
-  const int64_t B = batch.rows(), T = batch.cols();
-  const Tensor logits = forward_edited(dec, in, editor, std::vector<int64_t>(size_t(B), T),
-                                       last_only ? LogitsFor::LastPosition : LogitsFor::AllPositions);   // [B,T',V]
-  const int64_t per_row = logits.dim(1) * logits.dim(2);
-  std::vector<std::vector<float>> out;
-  for (int64_t b = 0; b < B; ++b) out.emplace_back(logits.f32() + b * per_row, logits.f32() + (b + 1) * per_row);
-  return out;
-}
-
-// The metric of one row from row_logits: with the last position only, the row is read as a
-// one-token prompt (the metric's position is -1 then: last_position_only).
-double row_metric(const PatchMetric& metric, const std::vector<float>& logits, const std::vector<int32_t>& ids,
-                  int64_t V) {
-  const int64_t rows = int64_t(logits.size()) / V;
-  return metric.eval(logits.data(), ids.data() + (int64_t(ids.size()) - rows), rows, V);
-}
-
 const std::vector<std::string>& default_sites() {
   static const std::vector<std::string> names = {"resid_pre", "attn_out", "ffn_out", "resid_mid", "resid_post", "attn.z"};
   return names;
@@ -82,6 +59,44 @@ std::string editable_sites() {
 }
 
 }  // namespace
+
+// Each row's logits after one forward of `prompts` (no padding: all rows have one length) with
+// `editor` applied: [T,V] per row, or [1,V] (the last position) when `last_only`.
+std::vector<std::vector<float>> patch_row_logits(Decoder& dec, const std::vector<std::vector<int32_t>>& prompts,
+                                           HookEditor* editor, bool last_only) {
+  const Batch batch = Batch::from_prompts(prompts, PaddingSide::Left, 0);
+  const StepInput in{batch.ids_tensor(0), batch.position_ids(0), batch.mask_tensor()};
+  const int64_t B = batch.rows(), T = batch.cols();
+  const Tensor logits = forward_edited(dec, in, editor, std::vector<int64_t>(size_t(B), T),
+                                       last_only ? LogitsFor::LastPosition : LogitsFor::AllPositions);   // [B,T',V]
+  const int64_t per_row = logits.dim(1) * logits.dim(2);
+  std::vector<std::vector<float>> out;
+  for (int64_t b = 0; b < B; ++b) out.emplace_back(logits.f32() + b * per_row, logits.f32() + (b + 1) * per_row);
+  return out;
+}
+
+// The metric of one row from patch_row_logits: with the last position only, the row is read as a
+// one-token prompt (the metric's position is -1 then: last_position_only).
+double patch_row_metric(const PatchMetric& metric, const std::vector<float>& logits, const std::vector<int32_t>& ids,
+                  int64_t V) {
+  const int64_t rows = int64_t(logits.size()) / V;
+  return metric.eval(logits.data(), ids.data() + (int64_t(ids.size()) - rows), rows, V);
+}
+
+TemporaryTrace::~TemporaryTrace() {
+  for (const std::string& f : files_) std::remove(f.c_str());
+  if (!dir_.empty()) ::rmdir(dir_.c_str());
+}
+
+std::string TemporaryTrace::path(const std::string& name) {
+  if (dir_.empty()) {
+    char tmpl[] = "/tmp/lmscope-patch-XXXXXX";
+    if (!::mkdtemp(tmpl)) throw std::runtime_error("cannot create a temporary directory in /tmp");
+    dir_ = tmpl;
+  }
+  files_.push_back(dir_ + "/" + name);
+  return files_.back();
+}
 
 double PatchMetric::eval(const float* logits, const int32_t* ids, int64_t T, int64_t V) const {
   if (fn) return fn(logits, T, V);
@@ -236,8 +251,8 @@ PatchSweep run_patch_sweep(const ModelContext& m, const PatchSweepOptions& opt) 
   PatchSweep out;
   out.clean = opt.clean;
   out.corrupt = opt.corrupt;
-  out.clean_metric = row_metric(opt.metric, row_logits(dec, {opt.clean}, nullptr, last_only)[0], opt.clean, V);
-  out.corrupt_metric = row_metric(opt.metric, row_logits(dec, {opt.corrupt}, nullptr, last_only)[0], opt.corrupt, V);
+  out.clean_metric = patch_row_metric(opt.metric, patch_row_logits(dec, {opt.clean}, nullptr, last_only)[0], opt.clean, V);
+  out.corrupt_metric = patch_row_metric(opt.metric, patch_row_logits(dec, {opt.corrupt}, nullptr, last_only)[0], opt.corrupt, V);
   const double span = out.clean_metric - out.corrupt_metric;
   auto normalize = [&](double delta) { return span != 0 ? delta / span : NAN; };
 
@@ -274,21 +289,9 @@ PatchSweep run_patch_sweep(const ModelContext& m, const PatchSweepOptions& opt) 
 
   // The clean run's activations at every swept site, step 0 only: the patch source, in
   // opt.clean_trace or a temporary folder of /tmp that goes whatever happens.
-  struct Temporary {
-    std::string dir, trace;
-    ~Temporary() {
-      if (dir.empty()) return;
-      std::remove(trace.c_str());
-      ::rmdir(dir.c_str());
-    }
-  } temporary;
+  TemporaryTrace temporary;
   std::string clean_trace = opt.clean_trace;
-  if (clean_trace.empty()) {
-    char tmpl[] = "/tmp/lmscope-patch-XXXXXX";
-    if (!::mkdtemp(tmpl)) throw std::runtime_error("cannot create a temporary directory in /tmp");
-    temporary.dir = tmpl;
-    temporary.trace = clean_trace = temporary.dir + "/clean.h5";
-  }
+  if (clean_trace.empty()) clean_trace = temporary.path("clean.h5");
   std::string hooks = "tokens.*";
   for (const PatchSite& s : sites) hooks += "," + s.hook_name(-1);
   GenerateOptions g;
@@ -316,12 +319,12 @@ PatchSweep run_patch_sweep(const ModelContext& m, const PatchSweepOptions& opt) 
       specs.push_back(std::move(s));
     }
     Interventions iv(std::move(specs), cfg);
-    const auto logits = row_logits(dec, std::vector<std::vector<int32_t>>(n, opt.corrupt), &iv, last_only);
+    const auto logits = patch_row_logits(dec, std::vector<std::vector<int32_t>>(n, opt.corrupt), &iv, last_only);
     ++out.forwards;
     if (opt.on_forward) opt.on_forward(out.forwards, total_forwards);
     for (size_t r = 0; r < n; ++r) {
       const Cell& c = cells[first + r];
-      const double v = row_metric(opt.metric, logits[r], opt.corrupt, V);
+      const double v = patch_row_metric(opt.metric, logits[r], opt.corrupt, V);
       out.grids[c.grid].metric[size_t(c.layer)][c.col] = v;
       out.grids[c.grid].normalized[size_t(c.layer)][c.col] = normalize(v - out.corrupt_metric);
     }

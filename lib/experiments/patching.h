@@ -113,6 +113,31 @@ struct PatchSweepOptions {
 // metric that is a function.
 PatchSweep run_patch_sweep(const ModelContext& m, const PatchSweepOptions& opt);
 
+// Each row's logits after one forward of `prompts` (all of one length, no padding) with `editor`
+// applied (null: none): [T,V] per row, or [1,V] (the last position) when `last_only`.
+class Decoder;
+class HookEditor;
+std::vector<std::vector<float>> patch_row_logits(Decoder& dec, const std::vector<std::vector<int32_t>>& prompts,
+                                                 HookEditor* editor, bool last_only);
+// The metric of one row of patch_row_logits whose prompt is `ids`.
+double patch_row_metric(const PatchMetric& metric, const std::vector<float>& logits, const std::vector<int32_t>& ids,
+                        int64_t V);
+
+// Files in a temporary folder of /tmp, removed with the folder whatever happens (a sweep refused
+// mid-run included): the patch sources of a sweep.
+class TemporaryTrace {
+ public:
+  TemporaryTrace() = default;
+  TemporaryTrace(const TemporaryTrace&) = delete;
+  TemporaryTrace& operator=(const TemporaryTrace&) = delete;
+  ~TemporaryTrace();
+  std::string path(const std::string& name);   // the folder is made at the first call
+
+ private:
+  std::string dir_;
+  std::vector<std::string> files_;
+};
+
 // Pearson's correlation of two grids' cells ([layer][column] each), NaN where either is NaN
 // skipped; NaN when fewer than two cells are left or either side does not vary.
 double pearson(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b);

@@ -11,6 +11,7 @@
 //   at 2e-4 of its largest value, so 1e-3 of the largest |cell| of the site.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -81,5 +82,50 @@ INSTANTIATE_TEST_SUITE_P(Cases, PatchGolden, ::testing::Values("tiny-qwen2-logpr
                              if (c == '-') c = '_';
                            return n;
                          });
+
+// --path-to against golden/patching/tiny-qwen2-path.json (the same two steps with torch hooks):
+// each sender head's metric within the patched-metric bound above.
+TEST(PathPatchGolden, EverySenderEqualsTorch) {
+  std::ifstream gf(kRoot + "/golden/patching/tiny-qwen2-path.json");
+  const nlohmann::json ref = nlohmann::json::parse(gf);
+  const double tol = 2 * (1e-5 + 2e-4 * ref["logit_scale"].get<double>());
+  for (const auto& [receiver, want] : ref["receivers"].items()) {
+    lmscope::testing_util::TempDir tmp;
+    const auto r = tool("lmscope-patch", "--model " + kRoot + "/" + ref["model"].get<std::string>() + " --clean-ids " +
+                                             id_list(ref["clean"]) + " --corrupt-ids " + id_list(ref["corrupted"]) +
+                                             " --metric '" + ref["metric"].get<std::string>() + "' --path-to '" + receiver +
+                                             "' --rows-per-forward 3 --json " + tmp.file("p.json"));
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::ifstream f(tmp.file("p.json"));
+    const nlohmann::json j = nlohmann::json::parse(f);
+    const auto& got = j["sites"]["attn.z->" + receiver]["metric"];
+    ASSERT_EQ(got.size(), want.size()) << receiver;
+    double worst = 0, moved = 0;
+    for (size_t l = 0; l < want.size(); ++l) {
+      ASSERT_EQ(got[l].size(), want[l].size());
+      for (size_t h = 0; h < want[l].size(); ++h) {
+        worst = std::max(worst, std::abs(got[l][h].get<double>() - want[l][h].get<double>()));
+        moved = std::max(moved, std::abs(want[l][h].get<double>() - ref["corrupt_metric"].get<double>()));
+      }
+    }
+    EXPECT_LE(worst, tol) << receiver;
+    EXPECT_GT(moved, 10 * tol) << receiver << ": no sender moves the metric; the comparison would prove nothing";
+    std::printf("%s: worst %.3g (bound %.3g), largest move %.3g\n", receiver.c_str(), worst, tol, moved);
+  }
+}
+
+TEST(PathPatchGolden, BadReceiversAreOneLine) {
+  const std::string args = "--model " + kRoot + "/golden/models/tiny-qwen2 --clean-ids 1,2,3 --corrupt-ids 1,2,4 --metric 'prob:#5' ";
+  for (const auto& [opt, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"--path-to 'layers.0.attn.q[head=0]'", "the receiver's layer must be 1..2"},
+           {"--path-to 'layers.2.attn.v[head=2]'", "head 2 is outside 0..1"},
+           {"--path-to 'layers.2.attn.z[head=0]'", "expected layers.L.attn.q[head=H]"},
+           {"--path-to 'layers.2.attn.q[head=0]' --method both", "--path-to patches paths"}}) {
+    const auto r = tool("lmscope-patch", args + opt);
+    EXPECT_NE(r.code, 0) << opt;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  }
+}
 
 }  // namespace
