@@ -88,7 +88,10 @@ std::string table_text(const PatchSweep& s, const PieceFn& piece) {
 // Over pairs a position is a column of every pair, whose tokens differ: labelled by its index.
 std::vector<std::string> pairs_column_labels(const PatchPairsGrid& g) {
   std::vector<std::string> out;
-  for (size_t c = 0; c < g.mean[0].size(); ++c) out.push_back((g.columns == "head" ? "h" : "") + std::to_string(c));
+  for (int64_t c : g.column_index) {
+    std::string label = g.columns == "head" ? "h" : g.columns == "neuron" ? "n" : "";
+    out.push_back(label += std::to_string(c));
+  }
   return out;
 }
 

@@ -106,6 +106,7 @@ std::vector<PatchPairsGrid> pair_statistics(const std::vector<PatchSweep>& pairs
     PatchPairsGrid s;
     s.site = first.site;
     s.columns = first.columns;
+    s.column_index = first.column_index;
     s.mean = s.sd = s.min = s.max = first.normalized;
     for (size_t l = 0; l < first.normalized.size(); ++l)
       for (size_t c = 0; c < first.normalized[l].size(); ++c) {
