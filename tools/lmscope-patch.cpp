@@ -9,8 +9,10 @@
 //   lmscope-patch --model models/SmolLM2-135M-Instruct.Q4_1.gguf --clean "The Eiffel Tower is in the city of"
 //       --corrupt "The Colosseum is in the city of" --metric 'logit-diff:" Paris"," Rome"' --svg patch
 //   lmscope-patch --model ... --pairs pairs.jsonl --sites resid_pre --json pairs.json --svg pairs
+//   lmscope-patch --model ... --clean ... --corrupt ... --metric ... --method both   (attribution estimate beside)
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <cstdio>
@@ -19,6 +21,7 @@
 
 #include "experiments/patching.h"
 #include "experiments/patching_pairs.h"
+#include "experiments/path_patching.h"
 #include "io/format_number.h"
 #include "io/output_target.h"
 #include "io/text_file.h"
@@ -36,8 +39,10 @@ std::string fmt2(double v) { return fmt("%.2f", v); }   // never "-0.00" (io/for
 
 std::vector<std::string> column_labels(const PatchGrid& g, const std::vector<int32_t>& ids, const PieceFn& piece) {
   std::vector<std::string> out;
-  for (size_t c = 0; c < g.normalized[0].size(); ++c)
-    out.push_back(g.columns == "head" ? "h" + std::to_string(c) : std::to_string(c) + " " + piece(ids[c]));
+  for (int64_t c : g.column_index)
+    out.push_back(g.columns == "head"     ? "h" + std::to_string(c)
+                  : g.columns == "neuron" ? "n" + std::to_string(c)
+                                          : std::to_string(c) + " " + piece(ids[size_t(c)]));
   return out;
 }
 
@@ -63,18 +68,30 @@ std::string grid_text(const std::string& title, const std::vector<std::string>& 
   return o;
 }
 
+// Per site: the measured grid, the attribution estimate's, and with both their correlation.
 std::string table_text(const PatchSweep& s, const PieceFn& piece) {
   std::string o;
-  for (const PatchGrid& g : s.grids)
-    o += grid_text(g.site + ": layer x " + g.columns + ", normalized (0 = corrupted, 1 = clean)",
-                   column_labels(g, s.corrupt, piece), g.normalized);
+  for (const PatchGrid& g : s.grids) {
+    if (!g.normalized.empty())
+      o += grid_text(g.site + ": layer x " + g.columns + ", normalized (0 = corrupted, 1 = clean)",
+                     column_labels(g, s.corrupt, piece), g.normalized);
+    if (!g.attribution_normalized.empty())
+      o += grid_text(g.site + ": layer x " + g.columns + ", attribution estimate, normalized (0 = corrupted, 1 = clean)",
+                     column_labels(g, s.corrupt, piece), g.attribution_normalized);
+    if (!g.normalized.empty() && !g.attribution_normalized.empty())
+      o += g.site + ": Pearson r " + (std::isnan(g.pearson) ? std::string("undefined (a grid does not vary)") : fmt2(g.pearson)) +
+           " (activation vs attribution, " + std::to_string(g.normalized.size() * g.column_index.size()) + " cells)\n";
+  }
   return o;
 }
 
 // Over pairs a position is a column of every pair, whose tokens differ: labelled by its index.
 std::vector<std::string> pairs_column_labels(const PatchPairsGrid& g) {
   std::vector<std::string> out;
-  for (size_t c = 0; c < g.mean[0].size(); ++c) out.push_back((g.columns == "head" ? "h" : "") + std::to_string(c));
+  for (int64_t c : g.column_index) {
+    std::string label = g.columns == "head" ? "h" : g.columns == "neuron" ? "n" : "";
+    out.push_back(label += std::to_string(c));
+  }
   return out;
 }
 
@@ -141,11 +158,20 @@ nlohmann::ordered_json sweep_json(const PatchSweep& s, const std::string& metric
   j["cells"] = s.cells;
   j["forwards"] = s.forwards;
   j["seconds"] = s.seconds;
+  if (s.attribution_seconds > 0) j["attribution_seconds"] = s.attribution_seconds;
   for (const PatchGrid& g : s.grids) {
     nlohmann::ordered_json gj;
     gj["columns"] = g.columns;
-    gj["normalized"] = matrix_json(g.normalized);
-    gj["metric"] = g.metric;
+    gj["column_index"] = g.column_index;
+    if (!g.normalized.empty()) {
+      gj["normalized"] = matrix_json(g.normalized);
+      gj["metric"] = matrix_json(g.metric);
+    }
+    if (!g.attribution.empty()) {
+      gj["attribution"] = matrix_json(g.attribution);
+      gj["attribution_normalized"] = matrix_json(g.attribution_normalized);
+    }
+    if (!g.normalized.empty() && !g.attribution.empty()) gj["pearson"] = json_num(g.pearson);
     j["sites"][g.site] = gj;
   }
   return j;
@@ -156,7 +182,9 @@ nlohmann::ordered_json sweep_json(const PatchSweep& s, const std::string& metric
 GridPicture site_picture(const std::string& columns, std::vector<std::string> col_labels,
                          const std::vector<std::vector<double>>& values) {
   GridPicture p;
-  p.x_label = columns == "head" ? "head (attn.z, every position)" : "position (corrupted prompt's token)";
+  p.x_label = columns == "head"     ? "head (every position)"
+              : columns == "neuron" ? "FFN neuron (every position)"
+                                    : "position (corrupted prompt's token)";
   p.y_label = "layer";
   p.col_labels = std::move(col_labels);
   for (size_t l = 0; l < values.size(); ++l) p.row_labels.push_back(std::to_string(l));
@@ -171,9 +199,10 @@ GridPicture site_picture(const std::string& columns, std::vector<std::string> co
   return p;
 }
 
-std::string sweep_svg(const PatchSweep& s, const PatchGrid& g, const std::string& metric, const PieceFn& piece) {
-  GridPicture p = site_picture(g.columns, column_labels(g, s.corrupt, piece), g.normalized);
-  p.title = "Activation patching: " + g.site + " (" + metric + ")";
+std::string sweep_svg(const PatchSweep& s, const PatchGrid& g, const std::string& metric, const PieceFn& piece,
+                      bool attribution) {
+  GridPicture p = site_picture(g.columns, column_labels(g, s.corrupt, piece), attribution ? g.attribution_normalized : g.normalized);
+  p.title = (attribution ? "Attribution patching (linear estimate): " : "Activation patching: ") + g.site + " (" + metric + ")";
   p.caption = "clean " + fmt2(s.clean_metric) + ", corrupted " + fmt2(s.corrupt_metric) + "; values outside -1..1 drawn at the ends";
   return grid_svg(p);
 }
@@ -200,7 +229,8 @@ std::string pairs_sd_svg(const PatchPairsSweep& s, const PatchPairsGrid& g) {
 // --svg PREFIX: one picture per site, PREFIX.<site with dots as underscores>.svg (with --pairs
 // also PREFIX.<site>.sd.svg, the spread).
 std::string svg_path(const std::string& prefix, std::string site, const std::string& kind = "") {
-  std::replace(site.begin(), site.end(), '.', '_');
+  for (char& c : site)   // "ffn.act:neuron=0:8" -> "ffn_act_neuron_0_8"
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') c = '_';
   return prefix + "." + site + (kind.empty() ? "" : "." + kind) + ".svg";
 }
 
@@ -268,7 +298,7 @@ int main(int argc, char** argv) {
   cli::ModelArgs margs;   // --model, --chat, --backend ... (--prompt / --prompt-ids: clean first, then corrupted)
   margs.add_to(app);
   std::string clean, corrupt, clean_ids, corrupt_ids, metric, sites = "resid_pre,attn_out,ffn_out,attn.z", json_out, svg,
-      pairs_file;
+      pairs_file, method = "activation", path_to;
   int rows = 32;
   bool quiet = false;
   app.add_option("--clean", clean, "the clean prompt (text)");
@@ -279,8 +309,20 @@ int main(int argc, char** argv) {
                  "a JSONL file of pairs, one a line: {\"clean\"|\"clean_ids\", \"corrupt\"|\"corrupt_ids\", \"metric\"}; "
                  "each cell averaged over the pairs, with its spread");
   app.add_option("--metric", metric,
-                 "logit-diff:\" Paris\",\" Rome\" or prob:\" Paris\" (ids: #123); with --pairs, for the pairs without their own");
-  app.add_option("--sites", sites, "resid_pre, attn_out, ffn_out, resid_mid, resid_post, attn.z")->capture_default_str();
+                 "logit_diff:pos=P:A,B, logprob:pos=P:A, prob:pos=P:A, loss:FROM:TO (lmscope-trace --grad's), or at the last "
+                 "position logit-diff:\" Paris\",\" Rome\" and prob:\" Paris\" (ids: #123); with --pairs, for the pairs "
+                 "without their own");
+  app.add_option("--sites", sites,
+                 "editable hooks without layers.L. (resid_pre, attn.probs, ffn.act, embed ...), each optionally :pos, :head "
+                 "or :neuron=A:B, the axis of its cells")
+      ->capture_default_str();
+  app.add_option("--method", method,
+                 "activation (a patched forward per cell), attribution (the linear estimate from one backward) or both")
+      ->check(CLI::IsMember({"activation", "attribution", "both"}))
+      ->capture_default_str();
+  app.add_option("--path-to", path_to,
+                 "path patching: each sender head's effect (attn.z of every head before the receiver's layer) through "
+                 "only this receiver's input, layers.L.attn.q[head=H] (attn.k, attn.v: a KV head)");
   app.add_option("--rows-per-forward", rows, "patched copies of the corrupted prompt per forward")->capture_default_str();
   app.add_option("--json", json_out, "write the sweep as JSON to this file");
   app.add_option("--svg", svg, "write one heatmap per site: PREFIX.<site>.svg (--pairs: also PREFIX.<site>.sd.svg)");
@@ -291,10 +333,14 @@ int main(int argc, char** argv) {
   if (!pairs_file.empty()) {
     if (!clean.empty() || !clean_ids.empty() || !corrupt.empty() || !corrupt_ids.empty())
       return cli::usage_error("lmscope-patch", "--pairs gives the prompts: no --clean/--corrupt beside it");
+    if (method != "activation") return cli::usage_error("lmscope-patch", "--method " + method + " with --pairs: not yet (one pair at a time)");
+    if (!path_to.empty()) return cli::usage_error("lmscope-patch", "--path-to with --pairs: not yet (one pair at a time)");
   } else {
     if (clean.empty() == clean_ids.empty() || corrupt.empty() == corrupt_ids.empty())
       return cli::usage_error("lmscope-patch", "give the clean prompt (--clean or --clean-ids) and the corrupted one (--corrupt or --corrupt-ids), or --pairs FILE");
     if (metric.empty()) return cli::usage_error("lmscope-patch", "--metric is required");
+    if (!path_to.empty() && method != "activation")
+      return cli::usage_error("lmscope-patch", "--path-to patches paths (activation): no --method " + method + " beside it");
     if (!clean_ids.empty()) margs.prompt_ids.push_back(clean_ids);
     else margs.prompts.push_back(clean);
     if (!corrupt_ids.empty()) margs.prompt_ids.push_back(corrupt_ids);
@@ -310,45 +356,56 @@ int main(int argc, char** argv) {
     opt.sites = split_list(sites);
     if (opt.sites.empty()) throw std::runtime_error("--sites: no site given (" + sites_known() + ")");
     opt.rows_per_forward = rows;
+    opt.activation = method != "attribution";
+    opt.attribution = method != "activation";
+    opt.weights = &tm->loaded.weights;
     // The outputs are checked before the sweep (a FIFO, a symlink, a missing folder fail at
     // once, not after minutes) and written by the one atomic writer.
     if (!json_out.empty()) require_output_target(json_out);
     if (!svg.empty())
-      for (const std::string& site : opt.sites) {
-        require_output_target(svg_path(svg, site));
+      for (const std::string& site : path_to.empty() ? opt.sites : std::vector<std::string>{"attn.z->" + path_to}) {
+        if (opt.activation) require_output_target(svg_path(svg, site));
         if (!pairs_file.empty()) require_output_target(svg_path(svg, site, "sd"));
+        if (opt.attribution) require_output_target(svg_path(svg, site, "attribution"));
       }
-    char tmpl[] = "/tmp/lmscope-patch-XXXXXX";
-    if (!::mkdtemp(tmpl)) throw std::runtime_error("cannot create a temporary directory in /tmp");
-    opt.clean_trace = std::string(tmpl) + "/clean.h5";
-    // The temporary folder goes whatever happens (a pair refused mid-run included).
-    struct RemoveTemp {
-      std::string trace, dir;
-      ~RemoveTemp() {
-        std::remove(trace.c_str());
-        ::rmdir(dir.c_str());
-      }
-    } remove_temp{opt.clean_trace, tmpl};
     if (!pairs_file.empty()) return run_pairs(*tm, margs, pairs_file, metric, opt, json_out, svg, quiet);
 
     // prompts are ids first, then texts: put clean before corrupted again
     const bool clean_first = !clean_ids.empty() || corrupt_ids.empty();
     opt.clean = tm->prompts[clean_first ? 0 : 1];
     opt.corrupt = tm->prompts[clean_first ? 1 : 0];
-    opt.metric = parse_patch_metric(metric, tk);
-    const PatchSweep s = run_patch_sweep(tm->ctx, opt);
+    opt.metric = parse_patch_metric(metric, tk, tm->loaded.cfg.vocab_size);
+    PatchSweep s;
+    if (path_to.empty()) {
+      s = run_patch_sweep(tm->ctx, opt);
+    } else {
+      PathPatchOptions path;
+      parse_path_receiver(path_to, tm->loaded.cfg, path);
+      path.clean = opt.clean;
+      path.corrupt = opt.corrupt;
+      path.metric = opt.metric;
+      path.rows_per_forward = rows;
+      s = run_path_patching(tm->ctx, path);
+    }
     const PieceFn piece = cli::piece_fn(tk);
     std::printf("metric %s: clean %.4f, corrupted %.4f\n", metric.c_str(), s.clean_metric, s.corrupt_metric);
     std::printf("%s", table_text(s, piece).c_str());
-    std::printf("\n%lld cells in %lld forwards (%d rows each) in %.2f s\n", (long long)s.cells, (long long)s.forwards, rows,
-                s.seconds);
+    std::printf("\n");
+    if (opt.activation)
+      std::printf("%lld cells in %lld forwards (%d rows each) in %.2f s\n", (long long)s.cells, (long long)s.forwards, rows,
+                  s.seconds);
+    if (opt.attribution)
+      std::printf("%lld cells estimated from 1 forward + backward (corrupted) and 1 forward (clean) in %.2f s\n",
+                  (long long)s.cells, s.attribution_seconds);
     if (!json_out.empty()) write_file_atomic(json_out, sweep_json(s, metric, piece).dump(1) + "\n");
     if (!svg.empty())
-      for (const PatchGrid& g : s.grids) {
-        const std::string path = svg_path(svg, g.site);
-        write_file_atomic(path, sweep_svg(s, g, metric, piece));
-        std::printf("wrote %s\n", path.c_str());
-      }
+      for (const PatchGrid& g : s.grids)
+        for (const bool attribution : {false, true}) {
+          if (attribution ? g.attribution.empty() : g.normalized.empty()) continue;
+          const std::string path = svg_path(svg, g.site, attribution ? "attribution" : "");
+          write_file_atomic(path, sweep_svg(s, g, metric, piece, attribution));
+          std::printf("wrote %s\n", path.c_str());
+        }
     return 0;
   });
 }

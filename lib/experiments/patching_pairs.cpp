@@ -77,14 +77,10 @@ std::vector<PatchPair> read_patch_pairs(const std::string& path, const EncodeFn&
     }
     if (metric.empty()) throw std::runtime_error(where + ": no \"metric\" in this pair and no --metric for every pair");
     try {
-      p.metric = parse_patch_metric(metric, tokenizer);
+      p.metric = parse_patch_metric(metric, tokenizer, vocab_size);
     } catch (const std::exception& e) {
       throw std::runtime_error(where + ": " + e.what());
     }
-    for (int32_t id : {p.metric.good, p.metric.bad})
-      if (id >= vocab_size)
-        throw std::runtime_error(where + ": metric token #" + std::to_string(id) + " is outside the vocabulary (" +
-                                 std::to_string(vocab_size) + ")");
     if (p.clean.size() != p.corrupt.size())
       throw std::runtime_error(where + ": clean prompt has " + std::to_string(p.clean.size()) + " tokens, corrupted " +
                                std::to_string(p.corrupt.size()) + ": patching needs prompts of one length");
@@ -110,6 +106,7 @@ std::vector<PatchPairsGrid> pair_statistics(const std::vector<PatchSweep>& pairs
     PatchPairsGrid s;
     s.site = first.site;
     s.columns = first.columns;
+    s.column_index = first.column_index;
     s.mean = s.sd = s.min = s.max = first.normalized;
     for (size_t l = 0; l < first.normalized.size(); ++l)
       for (size_t c = 0; c < first.normalized[l].size(); ++c) {

@@ -37,6 +37,7 @@ std::vector<PatchPair> read_patch_pairs(const std::string& path, const EncodeFn&
 
 struct PatchPairsGrid {
   std::string site, columns;                  // as PatchGrid
+  std::vector<int64_t> column_index;          // as PatchGrid: the position, head or neuron of each column
   // [layer][column], over the pairs' normalized values: mean, standard deviation (population:
   // divided by the number of pairs), smallest and largest.
   std::vector<std::vector<double>> mean, sd, min, max;

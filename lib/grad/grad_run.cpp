@@ -117,6 +117,7 @@ GradResult run_with_grads(const ModelConfig& cfg, const Weights& weights, Backen
   const MetricGrad mg = metric_and_grad(req.metric, r.logits, in.input_ids, lengths,
                                         req.padding_side == PaddingSide::Left);
   r.metric = mg.value;
+  if (!req.backward) return r;
 
   // ---- the backward ----
   DecoderBackward backward(cfg, weights, backend);

@@ -24,6 +24,7 @@ struct GradRequest {
   std::string hooks;        // --hooks globs of the activations and gradients to return ("" none)
   std::string layers;       // --layers ranges for those ("" all)
   HookEditor* editor = nullptr;   // interventions applied in the forward, and differentiated (not owned)
+  bool backward = true;     // false: the forward and the metric only (no grads)
 };
 
 struct GradResult {

@@ -9,7 +9,7 @@ namespace lmscope {
 namespace {
 
 [[noreturn]] void bad(const MetricSpec& s, const std::string& why) {
-  throw std::invalid_argument("--grad '" + s.text + "': " + why);
+  throw std::invalid_argument(s.option + " '" + s.text + "': " + why);
 }
 
 // "-1" -> -1; throws for anything but an optional '-' and digits.
@@ -80,13 +80,16 @@ void add_logprob_grad(float* g, const float* row, int64_t V, int32_t id, double 
 
 }  // namespace
 
-MetricSpec parse_metric(const std::string& text) {
+MetricSpec parse_metric(const std::string& text, const std::string& option) {
   MetricSpec s;
   s.text = text;
+  s.option = option;
   const std::vector<std::string> f = split_fields(text);
   const std::string& kind = f[0];
-  if (kind == "logit_diff" || kind == "logprob") {
-    s.kind = kind == "logit_diff" ? MetricSpec::Kind::LogitDiff : MetricSpec::Kind::LogProb;
+  if (kind == "logit_diff" || kind == "logprob" || kind == "prob") {
+    s.kind = kind == "logit_diff" ? MetricSpec::Kind::LogitDiff
+             : kind == "logprob"  ? MetricSpec::Kind::LogProb
+                                  : MetricSpec::Kind::Prob;
     if (f.size() != 3) bad(s, "expected " + kind + ":pos=P:" + (kind == "logit_diff" ? "A,B" : "A"));
     s.pos = parse_pos(s, f[1]);
     s.tokens = split_tokens(s, f[2]);
@@ -101,7 +104,7 @@ MetricSpec parse_metric(const std::string& text) {
     if ((s.has_to = !f[2].empty())) s.to = parse_int(s, f[2], "TO");
     if ((s.has_from && s.from < 0) || (s.has_to && s.to < 0)) bad(s, "FROM and TO count from 0");
   } else {
-    bad(s, "unknown metric '" + kind + "' (logit_diff:pos=P:A,B, logprob:pos=P:A or loss:FROM:TO)");
+    bad(s, "unknown metric '" + kind + "' (logit_diff:pos=P:A,B, logprob:pos=P:A, prob:pos=P:A or loss:FROM:TO)");
   }
   return s;
 }
@@ -125,6 +128,60 @@ void resolve_metric_tokens(MetricSpec& s, int64_t vocab, const EncodeFn& encode)
   }
 }
 
+namespace {
+
+// The metric of one row's `len` prompt tokens: logits [len,V] and ids [len] from the row's first
+// real column; d metric / d logits added to `grad` ([len,V], the same columns) when given.
+// `row` names the row in errors.
+double row_metric(const MetricSpec& s, const float* logits, const int32_t* ids, int64_t len, int64_t V, float* grad,
+                  int64_t row) {
+  // The column of prompt position p (negative: from the end).
+  auto column = [&](int64_t p) {
+    const int64_t q = p < 0 ? len + p : p;
+    if (q < 0 || q >= len)
+      bad(s, "position " + std::to_string(p) + " is outside the prompt (row " + std::to_string(row) + " has " +
+                 std::to_string(len) + " tokens)");
+    return q;
+  };
+  auto at = [&](int64_t col) { return logits + col * V; };
+  double value = 0;
+  if (s.kind == MetricSpec::Kind::LogitDiff) {
+    const int64_t c = column(s.pos);
+    value = double(at(c)[s.ids[0]]) - double(at(c)[s.ids[1]]);
+    if (grad) {
+      grad[c * V + s.ids[0]] += 1.0f;
+      grad[c * V + s.ids[1]] -= 1.0f;
+    }
+  } else if (s.kind == MetricSpec::Kind::LogProb || s.kind == MetricSpec::Kind::Prob) {
+    const int64_t c = column(s.pos);
+    const double lse = log_sum_exp(at(c), V);
+    const double logp = double(at(c)[s.ids[0]]) - lse;
+    // d p / d logits = p (onehot - softmax): the log-prob's gradient weighted by p
+    value = s.kind == MetricSpec::Kind::LogProb ? logp : std::exp(logp);
+    if (grad) add_logprob_grad(grad + c * V, at(c), V, s.ids[0], lse, s.kind == MetricSpec::Kind::LogProb ? 1.0 : value);
+  } else {
+    const int64_t from = s.has_from ? s.from : 0, to = s.has_to ? s.to : len - 1;
+    if (!(from < to && to <= len - 1))
+      bad(s, "the range [" + std::to_string(from) + ", " + std::to_string(to) + ") is outside the prompt's " +
+                 std::to_string(len - 1) + " predicted positions (row " + std::to_string(row) + ")");
+    const double w = 1.0 / double(to - from);
+    for (int64_t c = from; c < to; ++c) {
+      const int32_t next = ids[c + 1];
+      const double lse = log_sum_exp(at(c), V);
+      value -= w * (double(at(c)[next]) - lse);
+      if (grad) add_logprob_grad(grad + c * V, at(c), V, next, lse, -w);
+    }
+  }
+  return value;
+}
+
+void require_finite(const MetricSpec& s, double value) {
+  if (!std::isfinite(value))
+    bad(s, "the metric is " + std::string(std::isnan(value) ? "NaN" : "infinite") + " (non-finite logits?): no gradient");
+}
+
+}  // namespace
+
 MetricGrad metric_and_grad(const MetricSpec& s, const Tensor& logits, const Tensor& input_ids,
                            const std::vector<int64_t>& lengths, bool left_padded) {
   const int64_t B = logits.dim(0), T = logits.dim(1), V = logits.dim(2);
@@ -132,45 +189,18 @@ MetricGrad metric_and_grad(const MetricSpec& s, const Tensor& logits, const Tens
   MetricGrad out;
   out.dlogits = Tensor::zeros({B, T, V});
   for (int64_t b = 0; b < B; ++b) {
-    const int64_t len = lengths[b], first = left_padded ? T - len : 0;   // the row's first real column
-    // Column of the row's prompt position p (negative: from the end).
-    auto column = [&](int64_t p) {
-      const int64_t q = p < 0 ? len + p : p;
-      if (q < 0 || q >= len)
-        bad(s, "position " + std::to_string(p) + " is outside the prompt (row " + std::to_string(b) + " has " +
-                   std::to_string(len) + " tokens)");
-      return first + q;
-    };
-    auto row = [&](int64_t col) { return logits.f32() + (b * T + col) * V; };
-    auto grad = [&](int64_t col) { return out.dlogits.f32() + (b * T + col) * V; };
-    if (s.kind == MetricSpec::Kind::LogitDiff) {
-      const int64_t c = column(s.pos);
-      out.value += double(row(c)[s.ids[0]]) - double(row(c)[s.ids[1]]);
-      grad(c)[s.ids[0]] += 1.0f;
-      grad(c)[s.ids[1]] -= 1.0f;
-    } else if (s.kind == MetricSpec::Kind::LogProb) {
-      const int64_t c = column(s.pos);
-      const double lse = log_sum_exp(row(c), V);
-      out.value += double(row(c)[s.ids[0]]) - lse;
-      add_logprob_grad(grad(c), row(c), V, s.ids[0], lse, 1.0);
-    } else {
-      const int64_t from = s.has_from ? s.from : 0, to = s.has_to ? s.to : len - 1;
-      if (!(from < to && to <= len - 1))
-        bad(s, "the range [" + std::to_string(from) + ", " + std::to_string(to) + ") is outside the prompt's " +
-                   std::to_string(len - 1) + " predicted positions (row " + std::to_string(b) + ")");
-      const double w = 1.0 / double(to - from);
-      for (int64_t p = from; p < to; ++p) {
-        const int64_t c = first + p;
-        const int32_t next = input_ids.i32()[b * T + c + 1];
-        const double lse = log_sum_exp(row(c), V);
-        out.value -= w * (double(row(c)[next]) - lse);
-        add_logprob_grad(grad(c), row(c), V, next, lse, -w);
-      }
-    }
+    const int64_t first = b * T + (left_padded ? T - lengths[b] : 0);   // the row's first real column, flat
+    out.value += row_metric(s, logits.f32() + first * V, input_ids.i32() + first, lengths[b], V,
+                            out.dlogits.f32() + first * V, b);
   }
-  if (!std::isfinite(out.value)) bad(s, "the metric is " + std::string(std::isnan(out.value) ? "NaN" : "infinite") +
-                                           " (non-finite logits?): no gradient");
+  require_finite(s, out.value);
   return out;
+}
+
+double metric_value(const MetricSpec& s, const float* logits, const int32_t* ids, int64_t T, int64_t V) {
+  const double v = row_metric(s, logits, ids, T, V, nullptr, 0);
+  require_finite(s, v);
+  return v;
 }
 
 }  // namespace lmscope

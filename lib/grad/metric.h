@@ -3,6 +3,7 @@
 //
 //   logit_diff:pos=P:A,B    logits[P, A] - logits[P, B]
 //   logprob:pos=P:A         log softmax(logits[P])[A]
+//   prob:pos=P:A            softmax(logits[P])[A]
 //   loss:FROM:TO            mean over t in [FROM, TO) of -log softmax(logits[t])[ids[t+1]]
 //                           (teacher-forced; FROM empty: 0, TO empty: the prompt's length - 1)
 //
@@ -21,18 +22,20 @@
 namespace lmscope {
 
 struct MetricSpec {
-  enum class Kind { LogitDiff, LogProb, Loss };
+  enum class Kind { LogitDiff, LogProb, Prob, Loss };
   Kind kind = Kind::LogitDiff;
-  int64_t pos = -1;                    // logit_diff, logprob
-  std::vector<std::string> tokens;     // logit_diff: 2, logprob: 1 (as written, quotes removed)
+  int64_t pos = -1;                    // logit_diff, logprob, prob
+  std::vector<std::string> tokens;     // logit_diff: 2, logprob and prob: 1 (as written, quotes removed)
   std::vector<int32_t> ids;            // the tokens resolved (resolve_metric_tokens)
   bool has_from = false, has_to = false;
   int64_t from = 0, to = 0;            // loss
   std::string text;                    // the spec as given
+  std::string option = "--grad";       // how errors name it: --grad (lmscope-trace), --metric (lmscope-patch)
 };
 
-// Parses the spec; throws std::invalid_argument("--grad 'x': ...") in one line.
-MetricSpec parse_metric(const std::string& spec);
+// Parses the spec; throws std::invalid_argument("--grad 'x': ...") in one line (`option`
+// instead of --grad when given).
+MetricSpec parse_metric(const std::string& spec, const std::string& option = "--grad");
 
 // Fills spec.ids: digits are ids, anything else goes through `encode` and must give one id.
 // Every id must be in [0, vocab). Throws std::invalid_argument naming the token.
@@ -49,5 +52,10 @@ struct MetricGrad {
 };
 MetricGrad metric_and_grad(const MetricSpec& spec, const Tensor& logits, const Tensor& input_ids,
                            const std::vector<int64_t>& lengths, bool left_padded);
+
+// The metric of one unpadded row: logits [T,V] of its T prompt tokens `ids` (host float32), no
+// gradient. What a patching sweep reads from each patched row (experiments/patching.h). The same
+// one-line errors as metric_and_grad.
+double metric_value(const MetricSpec& spec, const float* logits, const int32_t* ids, int64_t T, int64_t V);
 
 }  // namespace lmscope

@@ -36,11 +36,12 @@ from .collection import collect  # noqa: F401
 from .attribution import (Attribution, Decomposition, attribution_hooks, decompose,  # noqa: F401
                           head_results, logit_attribution)
 from .attribution_patching import attribution_patching  # noqa: F401,E402
+from .patching import PatchGrid, PatchSweep, patch_sweep  # noqa: F401,E402
 
 __all__ = ["Model", "ActivationCache", "Generation", "Tokens", "Trace",
            "Intervention", "Zero", "Scale", "Mean", "Patch", "Add", "collect", "ActivationDataset",
            "attribution_hooks", "logit_attribution", "decompose", "head_results", "Attribution", "Decomposition",
-           "attribution_patching"]
+           "attribution_patching", "patch_sweep", "PatchSweep", "PatchGrid"]
 
 Prompt = Union[str, Sequence[int]]
 

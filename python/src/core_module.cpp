@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "experiments/patching.h"
 #include "grad/grad_run.h"
 #include "intervene/spec.h"
 #include "io/text_file.h"
@@ -294,6 +295,81 @@ class Engine {
     return d;
   }
 
+  // A patching sweep (experiments/patching.h), as lmscope-patch runs it: lmscope.patch_sweep in
+  // python/lmscope/patching.py. `metric` is a spec string (lmscope-patch --metric's grammar) or
+  // a Python function of one row's logits [T, V] (float32) returning a number.
+  pyb::dict patch_sweep(const Prompts& clean, const Prompts& corrupted, bool add_special,
+                        const std::vector<std::string>& sites, const pyb::object& metric, bool activation,
+                        bool attribution, int rows_per_forward) {
+    const ModelConfig& cfg = m_->loaded.cfg;
+    PatchSweepOptions opt;
+    opt.clean = prompt_ids(clean, add_special, nullptr).at(0);
+    opt.corrupt = prompt_ids(corrupted, add_special, nullptr).at(0);
+    opt.sites = sites;
+    opt.activation = activation;
+    opt.attribution = attribution;
+    opt.weights = &m_->loaded.weights;
+    opt.rows_per_forward = rows_per_forward;
+    const tok::Tokenizer* tk = m_->tokenizer ? &*m_->tokenizer : nullptr;
+    try {
+      if (pyb::isinstance<pyb::str>(metric)) {
+        opt.metric = parse_patch_metric(metric.cast<std::string>(), tk, cfg.vocab_size);
+      } else {
+        if (!PyCallable_Check(metric.ptr())) throw pyb::value_error("metric: a spec string or a function of the logits");
+        opt.metric.text = "python function";
+        opt.metric.fn = [metric](const float* logits, int64_t T, int64_t V) {
+          pyb::gil_scoped_acquire gil;
+          const pyb::array_t<float> rows({T, V}, logits);   // a copy: the function may keep it
+          const pyb::object v = metric(rows);
+          try {
+            return v.cast<double>();
+          } catch (const pyb::cast_error&) {
+            throw pyb::value_error("metric function returned " + std::string(pyb::repr(v)) + ", not a number");
+          }
+        };
+      }
+    } catch (const pyb::error_already_set&) {
+      throw;
+    } catch (const std::runtime_error& e) {   // a metric that does not parse: one line
+      throw pyb::value_error(e.what());
+    }
+    PatchSweep s;
+    {
+      pyb::gil_scoped_release nogil;
+      std::lock_guard<std::mutex> one_run(run_mutex_);
+      try {
+        s = run_patch_sweep(m_->ctx, opt);
+      } catch (const pyb::error_already_set&) {
+        throw;
+      } catch (const std::runtime_error& e) {   // bad input: one line
+        throw std::invalid_argument(e.what());
+      }
+    }
+    pyb::dict d, grids;
+    d["clean_ids"] = s.clean;
+    d["corrupt_ids"] = s.corrupt;
+    d["clean_metric"] = s.clean_metric;
+    d["corrupt_metric"] = s.corrupt_metric;
+    d["forwards"] = s.forwards;
+    d["cells"] = s.cells;
+    d["seconds"] = s.seconds;
+    d["attribution_seconds"] = s.attribution_seconds;
+    for (const PatchGrid& g : s.grids) {
+      pyb::dict gd;
+      gd["columns"] = g.columns;
+      gd["column_index"] = g.column_index;
+      gd["metric"] = g.metric;
+      gd["normalized"] = g.normalized;
+      gd["attribution"] = g.attribution;
+      gd["attribution_normalized"] = g.attribution_normalized;
+      gd["attribution_by_position"] = g.attribution_by_position;
+      gd["pearson"] = g.pearson;
+      grids[pyb::str(g.site)] = gd;
+    }
+    d["sites"] = grids;
+    return d;
+  }
+
   std::vector<std::string> weight_names() const {
     std::vector<std::string> out;
     for (const auto& [name, t] : named_weights(m_->loaded.weights)) out.push_back(name);
@@ -347,6 +423,7 @@ PYBIND11_MODULE(_core, mod) {
       .def("chat", &Engine::chat)
       .def("run", &Engine::run)
       .def("run_grads", &Engine::run_grads)
+      .def("patch_sweep", &Engine::patch_sweep)
       .def("weight_names", &Engine::weight_names)
       .def("weight", &Engine::weight);
 

@@ -155,3 +155,16 @@ def test_attribution_patching_matches_a_torch_sweep():
     assert not est["resid_pre"][0, :, :first].any()
     with pytest.raises(ValueError, match="differ in length"):
         lmscope.attribution_patching(m, ref["clean"], ref["corrupted"][:-1], "logprob:pos=-1:5")
+
+
+def test_prob_is_the_logprob_times_p():
+    """prob:pos=P:A (lmscope-patch's prob, in lib/grad's grammar): d p / d x = p · d log p / d x,
+    so its gradient at every hook is the log-prob's scaled by p, and its value exp(log p)."""
+    m = lmscope.Model(os.path.join(ROOT, "golden", "models", "tiny-qwen2"))
+    _, _, g_log = m.run_with_grads(TINY_IDS, "logprob:pos=-1:5", names=["layers.1.resid_mid", "logits"])
+    _, _, g_p = m.run_with_grads(TINY_IDS, "prob:pos=-1:5", names=["layers.1.resid_mid", "logits"])
+    p = g_p.run_info["metric_value"]
+    assert p == pytest.approx(np.exp(g_log.run_info["metric_value"]), rel=1e-6)
+    for hook in ("layers.1.resid_mid", "logits"):
+        want = p * g_log[hook].astype(np.float64)
+        assert np.max(np.abs(g_p[hook] - want)) <= 1e-6 * np.max(np.abs(want)) + 1e-12, hook
