@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/cpu/kernel_table.h"   // processor_runs
 #include "kernels/attention_math.cuh"
 
 #if defined(__x86_64__)
@@ -78,7 +79,7 @@ LMSCOPE_AVX512 void attention_mix_avx512(float* z, const float* p, const float* 
   }
 }
 
-bool attention_avx512_available() { return __builtin_cpu_supports("avx512f"); }
+bool attention_avx512_available() { return processor_runs(Isa::avx512); }
 #else
 float attention_scores_avx512(float* w, const float* q, const float* K, const float* mask, int64_t S, int64_t hd,
                               float scale) {
