@@ -5,8 +5,8 @@
 // take vector versions while the softmax (expf, a double sum) stays one function. The vector
 // versions change only the order and rounding of float32 sums (lanes, fused multiply-adds);
 // the tests hold them to the scalar ones. Three builds: scalar (the reference), AVX2 + FMA
-// (attention_row_avx2.cpp) and AVX-512 (attention_row_avx512.cpp); kernel_table.h says which
-// runs. A run takes the same loops whether or not a hook asked for the scores or probs: those
+// and AVX-512 (one body, attention_row_x86.h, in attention_row_avx2.cpp and
+// attention_row_avx512.cpp); kernel_table.h says which runs. A run takes the same loops whether or not a hook asked for the scores or probs: those
 // are copies of what the row computes.
 #pragma once
 #include <cstdint>
