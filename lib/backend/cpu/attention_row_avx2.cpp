@@ -6,9 +6,8 @@
 #include "backend/cpu/kernel_table.h"   // processor_runs
 
 #if defined(__x86_64__)
-#include "backend/cpu/avx2.h"   // immintrin.h, hsum
-#define LMSCOPE_ROW_TARGET __attribute__((target("avx2,fma")))
-#define LMSCOPE_ROW_LANES 8
+#define LMSCOPE_X86_TARGET __attribute__((target("avx2,fma")))
+#define LMSCOPE_X86_LANES 8
 #include "backend/cpu/attention_row_x86.h"
 #endif
 

@@ -1,55 +1,35 @@
 // The x86 body of attention_row.h's two loops over the cache (a decode row: one query against
 // S cached keys), shared by its AVX2 and AVX-512 builds: each includer defines
-// LMSCOPE_ROW_TARGET (the function attribute for its instructions) and LMSCOPE_ROW_LANES (8:
-// 256-bit vectors; 16: 512-bit) first. Internal linkage: the two builds never merge.
+// LMSCOPE_X86_TARGET and LMSCOPE_X86_LANES (x86_lanes.h: 8 or 16 float lanes) first. Internal
+// linkage: the two builds never merge.
 //
 // Both loops run over the head's whole vectors, then its last hd % kLanes columns: AVX-512
 // takes them as one masked vector, AVX2 one column at a time. A key of hd 64 is 4 AVX-512
 // vectors or 8 AVX2 ones, and the weighted sum of V holds 4 vectors of z in registers over
 // every key: all 64 lanes in one pass over V with AVX-512, two passes with AVX2.
 #pragma once
-#if !defined(LMSCOPE_ROW_TARGET) || !defined(LMSCOPE_ROW_LANES)
-#error "define LMSCOPE_ROW_TARGET and LMSCOPE_ROW_LANES before including attention_row_x86.h"
+#if !defined(LMSCOPE_X86_TARGET) || !defined(LMSCOPE_X86_LANES)
+#error "define LMSCOPE_X86_TARGET and LMSCOPE_X86_LANES before including attention_row_x86.h"
 #endif
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include "backend/cpu/attention_row.h"
+#include "backend/cpu/x86_lanes.h"   // vf, kLanes
 #include "kernels/attention_math.cuh"
 
 namespace lmscope::cpu {
 namespace {
 
-constexpr int kLanes = LMSCOPE_ROW_LANES;
-
-#if LMSCOPE_ROW_LANES == 8
-using vf = __m256;
-LMSCOPE_ROW_TARGET inline vf vzero() { return _mm256_setzero_ps(); }
-LMSCOPE_ROW_TARGET inline vf vset(float v) { return _mm256_set1_ps(v); }
-LMSCOPE_ROW_TARGET inline vf vload(const float* p) { return _mm256_loadu_ps(p); }
-LMSCOPE_ROW_TARGET inline void vstore(float* p, vf v) { _mm256_storeu_ps(p, v); }
-LMSCOPE_ROW_TARGET inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
-LMSCOPE_ROW_TARGET inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
-LMSCOPE_ROW_TARGET inline float vsum(vf v) { return hsum(v); }   // avx2.h's pairwise order
-#elif LMSCOPE_ROW_LANES == 16
-using vf = __m512;
-LMSCOPE_ROW_TARGET inline vf vzero() { return _mm512_setzero_ps(); }
-LMSCOPE_ROW_TARGET inline vf vset(float v) { return _mm512_set1_ps(v); }
-LMSCOPE_ROW_TARGET inline vf vload(const float* p) { return _mm512_loadu_ps(p); }
-LMSCOPE_ROW_TARGET inline void vstore(float* p, vf v) { _mm512_storeu_ps(p, v); }
-LMSCOPE_ROW_TARGET inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
-LMSCOPE_ROW_TARGET inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
-LMSCOPE_ROW_TARGET inline float vsum(vf v) { return _mm512_reduce_add_ps(v); }
+#if LMSCOPE_X86_LANES == 16
 // Lanes [i, hd) of a row's last, partial vector.
-LMSCOPE_ROW_TARGET inline __mmask16 tail_lanes(int64_t i, int64_t hd) { return __mmask16((1u << (hd - i)) - 1); }
-#else
-#error "LMSCOPE_ROW_LANES must be 8 or 16"
+LMSCOPE_X86_TARGET inline __mmask16 tail_lanes(int64_t i, int64_t hd) { return __mmask16((1u << (hd - i)) - 1); }
 #endif
 
 // Per key: two accumulators over hd (alternating, so consecutive FMAs do not wait on each
 // other), one horizontal sum.
-LMSCOPE_ROW_TARGET float row_scores(float* w, const float* q, const float* K, const float* mask, int64_t S,
+LMSCOPE_X86_TARGET float row_scores(float* w, const float* q, const float* K, const float* mask, int64_t S,
                                     int64_t hd, float scale) {
   const int64_t full = hd / kLanes * kLanes;   // columns in whole vectors
   float wmax = -INFINITY;
@@ -62,7 +42,7 @@ LMSCOPE_ROW_TARGET float row_scores(float* w, const float* q, const float* K, co
       a1 = vfma(vload(q + i + kLanes), vload(k + i + kLanes), a1);
     }
     if (i < full) a0 = vfma(vload(q + i), vload(k + i), a0);
-#if LMSCOPE_ROW_LANES == 16
+#if LMSCOPE_X86_LANES == 16
     if (full < hd) {
       const __mmask16 m = tail_lanes(full, hd);
       a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + full), _mm512_maskz_loadu_ps(m, k + full), a0);
@@ -80,7 +60,7 @@ LMSCOPE_ROW_TARGET float row_scores(float* w, const float* q, const float* K, co
 
 // z in chunks of 4 vectors held in registers over every key, then of one; a zero p skips its
 // key (a masked one).
-LMSCOPE_ROW_TARGET void row_mix(float* z, const float* p, const float* V, int64_t S, int64_t hd) {
+LMSCOPE_X86_TARGET void row_mix(float* z, const float* p, const float* V, int64_t S, int64_t hd) {
   const int64_t full = hd / kLanes * kLanes;
   int64_t i0 = 0;
   for (; i0 + 4 * kLanes <= full; i0 += 4 * kLanes) {
@@ -105,7 +85,7 @@ LMSCOPE_ROW_TARGET void row_mix(float* z, const float* p, const float* V, int64_
       if (p[s] != 0.0f) a = vfma(vset(p[s]), vload(V + s * hd + i0), a);
     vstore(z + i0, a);
   }
-#if LMSCOPE_ROW_LANES == 16
+#if LMSCOPE_X86_LANES == 16
   if (full < hd) {
     const __mmask16 m = tail_lanes(full, hd);
     __m512 a = _mm512_setzero_ps();
