@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The default run took the widest kernel (avx512 where the processor has AVX-512 F, else avx2
-# where it has AVX2 + FMA + F16C, else portable: lib/backend/cpu/block_matmul.cpp). Here: each
+# where it has AVX2 + FMA + F16C, else portable: lib/backend/cpu/kernel_table.h). Here: each
 # narrower one.
 . scripts/lanes.sh
 kernels=("$@")
@@ -18,10 +18,11 @@ if [ ${#kernels[@]} -eq 0 ]; then
   kernels=(portable)
   has avx512f && has avx2 fma f16c && kernels+=(avx2)
 fi
-# The numeric tests (scripts/lanes.sh). The lessons' numbers are held to every sgemm kernel by
+# The numeric tests (scripts/lanes.sh), and KernelTable.*: each family runs the table's build
+# for the forced set. The lessons' numbers are held to every sgemm kernel by
 # scripts/test-blas-kernels.sh; lmscope's own kernels change them as little (docs/tolerances.md).
 for k in "${kernels[@]}"; do
   echo "test-cpu-kernels: LMSCOPE_CPU_KERNEL=$k"
   LMSCOPE_CPU_KERNEL=$k OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} \
-    ctest --test-dir build --output-on-failure -j2 -R "$numeric_tests" -E 'Walkthrough|Readme'
+    ctest --test-dir build --output-on-failure -j2 -R "$numeric_tests|KernelTable" -E 'Walkthrough|Readme'
 done

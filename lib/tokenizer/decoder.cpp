@@ -5,8 +5,8 @@
 
 namespace lmscope::tok {
 
-Decoder Decoder::from_json(const Field& f) {
-  Decoder d;
+TokenDecoder TokenDecoder::from_json(const Field& f) {
+  TokenDecoder d;
   if (f.is_null()) return d;
   f.expect_object();
   Field type_f = f.at("type");
@@ -26,14 +26,14 @@ Decoder Decoder::from_json(const Field& f) {
   return d;
 }
 
-std::string Decoder::token_bytes(const std::string& token) const {
+std::string TokenDecoder::token_bytes(const std::string& token) const {
   if (!byte_level_) return token;
   std::string out;
   if (!byte_level::decode(token, out)) return token;
   return out;
 }
 
-std::string Decoder::decode(const std::vector<const std::string*>& tokens) const {
+std::string TokenDecoder::decode(const std::vector<const std::string*>& tokens) const {
   std::string bytes;
   if (!byte_level_) {
     // HF with no decoder: the tokens joined by a space.

@@ -1,5 +1,6 @@
-// tokenizer.json "decoder": ids back to text as HF `Tokenizer::decode` does, and an
-// incremental decoder for streaming generation.
+// tokenizer.json "decoder": ids back to text as HF `Tokenizer::decode` does (TokenDecoder; the
+// model's forward is model/decoder.h's Decoder), and an incremental decoder for streaming
+// generation.
 //
 // ByteLevel decoding maps every token's characters back to bytes (a token with a character
 // outside the byte alphabet, such as "<｜User｜>", keeps its UTF-8 as it is), concatenates,
@@ -16,9 +17,9 @@
 
 namespace lmscope::tok {
 
-class Decoder {
+class TokenDecoder {
  public:
-  static Decoder from_json(const Field& f);   // f may be null
+  static TokenDecoder from_json(const Field& f);   // f may be null
   bool byte_level() const { return byte_level_; }
   std::string describe() const { return byte_level_ ? "ByteLevel" : "none"; }
 

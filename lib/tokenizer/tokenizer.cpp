@@ -101,7 +101,7 @@ Tokenizer Tokenizer::from_json(const nlohmann::json& tj, const std::string& labe
   const Normalizer& norm = t.normalizer_;
   t.added_ = AddedTokens::from_json(root.at_or_null("added_tokens"), [&norm](const std::string& s) { return norm.apply(s); });
   t.post_ = PostProcessor::from_json(root.at_or_null("post_processor"));
-  t.decoder_ = Decoder::from_json(root.at_or_null("decoder"));
+  t.decoder_ = TokenDecoder::from_json(root.at_or_null("decoder"));
 
   t.vocab_size_ = std::max(t.bpe_.vocab_size(), t.added_.max_id() + 1);
   for (const AddedToken& a : t.added_.tokens())

@@ -93,7 +93,7 @@ class Tokenizer {
   PreTokenizer pre_tokenizer_;
   AddedTokens added_;
   PostProcessor post_;
-  Decoder decoder_;
+  TokenDecoder decoder_;
   std::unordered_set<std::string> special_contents_;
   int32_t vocab_size_ = 0;
   int32_t bos_id_ = -1, eos_id_ = -1, pad_id_ = -1;

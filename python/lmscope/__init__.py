@@ -24,7 +24,7 @@ import numpy as np
 # The engine first, before h5py (lmscope_trace and names import it): its HDF5 library, which
 # h5py shares, must hear H5dont_atexit() before its first call, or HDF5's exit handler closes
 # again a file whose close failed (a full disk) and the interpreter dies at exit (lib/io/hdf5.cpp).
-from ._core import Engine as _Engine  # isort: skip
+from ._core import Engine as _Engine, RunOptions as _RunOptions  # isort: skip
 
 from lmscope_trace import Trace  # noqa: F401,E402  (the trace reader, re-exported)
 
@@ -230,10 +230,16 @@ class Model:
         if chat:
             prompts = [self.apply_chat_template([{"role": "user", "content": p}]) if isinstance(p, str) else p
                        for p in prompts]
-        specs, fns = self._edits(hooks)
-        eos = None if eos_ids is None else [int(i) for i in eos_ids]
-        return self._engine.run(prompts, not chat, names, keep_steps, padding_side, int(max_new_tokens), use_cache,
-                                sampling or {}, eos, list(stop), specs, fns, out, stream, int(compress))
+        o = _RunOptions()   # python/src/core_module.cpp's RunOptions, field by field
+        o.prompts, o.add_special = prompts, not chat
+        o.names, o.keep_steps = names, keep_steps
+        o.padding_side, o.max_new_tokens, o.use_cache = padding_side, int(max_new_tokens), use_cache
+        o.sampling = sampling or {}
+        o.eos_ids = None if eos_ids is None else [int(i) for i in eos_ids]
+        o.stop = list(stop)
+        o.specs, o.hooks = self._edits(hooks)
+        o.out, o.stream, o.compress = out, stream, int(compress)
+        return self._engine.run(o)
 
     def _edits(self, hooks):
         """Spec strings for the engine's interventions, (lmscope name, fn) for Python hooks."""

@@ -79,6 +79,25 @@ SamplingConfig sampling_from(const pyb::dict& d) {
 // A call's prompts, one per batch row: token ids, or a text to encode.
 using Prompts = std::vector<std::variant<std::vector<int32_t>, std::string>>;
 
+// What Engine::run takes, field by field (Model._run in python/lmscope/__init__.py fills it).
+struct RunOptions {
+  Prompts prompts;
+  bool add_special = true;   // the tokenizer's BOS etc. (false for a chat template's text)
+  std::string names;         // hooks to keep or write (globs, HookSet's grammar); "" for none
+  int keep_steps = 0;        // steps whose hooked tensors come back as arrays (ArraySink)
+  std::string padding_side = "left";
+  int max_new_tokens = 1;
+  bool use_cache = true;
+  pyb::dict sampling;                            // sampling_from's keys
+  std::optional<std::vector<int32_t>> eos_ids;   // none: the model's
+  std::vector<std::string> stop;                 // stop strings
+  pyb::list specs;                               // intervention specs (py::spec_from_python)
+  pyb::list hooks;                               // (site, function) pairs: Python edits
+  std::string out;                               // a trace file to write; "" for none
+  pyb::object stream = pyb::none();              // stream(step, tokens) after each step, or None
+  int compress = 0;                              // the trace's gzip level
+};
+
 class Engine {
  public:
   Engine(const std::string& path, const std::string& backend, const std::string& dtype,
@@ -162,36 +181,33 @@ class Engine {
     return out;
   }
 
-  // The one run: see python/lmscope/__init__.py for what each caller passes.
-  pyb::dict run(const Prompts& prompts, bool add_special,
-                const std::string& names, int keep_steps, const std::string& padding_side, int max_new_tokens,
-                bool use_cache, const pyb::dict& sampling, const std::optional<std::vector<int32_t>>& eos_ids,
-                const std::vector<std::string>& stop, const pyb::list& specs, const pyb::list& hooks,
-                const std::string& out, const pyb::object& stream, int compress) {
+  // The one run: see python/lmscope/__init__.py (Model._run) for what each caller passes.
+  pyb::dict run(const RunOptions& o) {
     const ModelConfig& cfg = m_->loaded.cfg;
     GenerateOptions opt;
     std::vector<EncodeTrace> encodings;   // the run's /tokenizer record, handed over under run_mutex_
-    opt.prompts = prompt_ids(prompts, add_special, &encodings);
-    if (max_new_tokens < 1) throw pyb::value_error("max_new_tokens must be at least 1, got " + std::to_string(max_new_tokens));
-    opt.padding_side = parse_padding_side(padding_side);
-    opt.max_new_tokens = max_new_tokens;
-    opt.use_cache = use_cache;
-    opt.sampling = sampling_from(sampling);
+    opt.prompts = prompt_ids(o.prompts, o.add_special, &encodings);
+    if (o.max_new_tokens < 1)
+      throw pyb::value_error("max_new_tokens must be at least 1, got " + std::to_string(o.max_new_tokens));
+    opt.padding_side = parse_padding_side(o.padding_side);
+    opt.max_new_tokens = o.max_new_tokens;
+    opt.use_cache = o.use_cache;
+    opt.sampling = sampling_from(o.sampling);
     opt.pad_id = m_->special.pad_id;
-    opt.eos_ids = eos_ids ? *eos_ids : m_->special.eos_ids;
-    opt.stop_strings = stop;
-    if (!stop.empty()) {
+    opt.eos_ids = o.eos_ids ? *o.eos_ids : m_->special.eos_ids;
+    opt.stop_strings = o.stop;
+    if (!o.stop.empty()) {
       const tok::Tokenizer* tk = &tokenizer();
       opt.token_bytes = [tk](int32_t id) { return id >= 0 && id < tk->vocab_size() ? tk->token_bytes(id) : std::string(); };
     }
 
     // Edits: spec interventions first, then the Python functions (python_hooks.h).
     std::vector<InterventionSpec> parsed;
-    for (const pyb::handle s : specs) parsed.push_back(py::spec_from_python(s, cfg));   // invalid_argument: ValueError
+    for (const pyb::handle s : o.specs) parsed.push_back(py::spec_from_python(s, cfg));   // invalid_argument: ValueError
     std::unique_ptr<Interventions> interventions;
     if (!parsed.empty()) interventions = std::make_unique<Interventions>(std::move(parsed), cfg);   // ValueError
     std::vector<py::PythonHook> fns;
-    for (const pyb::handle item : hooks) {
+    for (const pyb::handle item : o.hooks) {
       const auto pair = item.cast<std::pair<std::string, pyb::function>>();
       fns.push_back(python_hook(pair.first, pair.second));
     }
@@ -203,18 +219,19 @@ class Engine {
     // After every step: the stream callback, and Ctrl-C. While the forward runs without the
     // GIL, Python's SIGINT handler only sets a flag; checking it here ends a long generate()
     // with KeyboardInterrupt at the next step instead of after the last one.
+    const pyb::object& stream = o.stream;
     opt.on_step = [&stream](int step, const std::vector<int32_t>& tokens) {
       pyb::gil_scoped_acquire gil;
       if (!stream.is_none()) stream(step, tokens);
       if (PyErr_CheckSignals() != 0) throw pyb::error_already_set();
     };
     HookSet hook_set;
-    if (!names.empty()) try {
-        hook_set = HookSet(names, "", cfg.num_layers);
+    if (!o.names.empty()) try {
+        hook_set = HookSet(o.names, "", cfg.num_layers);
       } catch (const std::runtime_error& e) {
         throw pyb::value_error(e.what());   // a name or glob that names no hook
       }
-    py::ArraySink sink(keep_steps);
+    py::ArraySink sink(o.keep_steps);
     TracedRun res;
     {
       pyb::gil_scoped_release nogil;   // the forward runs without the GIL; hooks take it back
@@ -223,7 +240,7 @@ class Engine {
       // Python hooks can still take it.
       std::lock_guard<std::mutex> one_run(run_mutex_);
       m_->ctx.encodings = std::move(encodings);
-      res = run_traced(m_->ctx, opt, hook_set, out, keep_steps > 0 ? &sink : nullptr, compress);
+      res = run_traced(m_->ctx, opt, hook_set, o.out, o.keep_steps > 0 ? &sink : nullptr, o.compress);
     }
     pyb::dict d;
     d["new_tokens"] = res.new_tokens;
@@ -414,6 +431,23 @@ class Engine {
 
 PYBIND11_MODULE(_core, mod) {
   mod.doc() = "lmscope's engine (use the lmscope package, python/lmscope/__init__.py)";
+  pyb::class_<RunOptions>(mod, "RunOptions")
+      .def(pyb::init<>())
+      .def_readwrite("prompts", &RunOptions::prompts)
+      .def_readwrite("add_special", &RunOptions::add_special)
+      .def_readwrite("names", &RunOptions::names)
+      .def_readwrite("keep_steps", &RunOptions::keep_steps)
+      .def_readwrite("padding_side", &RunOptions::padding_side)
+      .def_readwrite("max_new_tokens", &RunOptions::max_new_tokens)
+      .def_readwrite("use_cache", &RunOptions::use_cache)
+      .def_readwrite("sampling", &RunOptions::sampling)
+      .def_readwrite("eos_ids", &RunOptions::eos_ids)
+      .def_readwrite("stop", &RunOptions::stop)
+      .def_readwrite("specs", &RunOptions::specs)
+      .def_readwrite("hooks", &RunOptions::hooks)
+      .def_readwrite("out", &RunOptions::out)
+      .def_readwrite("stream", &RunOptions::stream)
+      .def_readwrite("compress", &RunOptions::compress);
   pyb::class_<Engine>(mod, "Engine")
       .def(pyb::init<const std::string&, const std::string&, const std::string&, const std::string&, int>())
       .def("info", &Engine::info)

@@ -11,8 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/block_matmul.h"
-#include "backend/cpu/q8_matmul.h"
+#include "backend/cpu/kernel_table.h"
 #include "cli_test_util.h"
 #include "trace/trace_reader.h"
 
@@ -23,10 +22,11 @@ namespace {
 const std::string kTiny = std::string(LMSCOPE_SOURCE_DIR) + "/golden/models/tiny-qwen2";
 const std::string kSmolLM2 = std::string(LMSCOPE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 
+// Every LMSCOPE_CPU_KERNEL this processor accepts (kernel_table.h).
 std::vector<std::string> kernels() {
-  std::vector<std::string> k = {"portable"};
-  if (cpu::block_matmul_simd_available() && cpu::q8_avx2_available()) k.push_back("avx2");
-  if (cpu::block_matmul_avx512_available() && cpu::q8_avx512_available()) k.push_back("avx512");
+  std::vector<std::string> k;
+  for (const cpu::Isa isa : {cpu::Isa::portable, cpu::Isa::avx2, cpu::Isa::avx512})
+    if (cpu::processor_runs(isa)) k.push_back(cpu::isa_name(isa));
   return k;
 }
 

@@ -20,6 +20,7 @@
 #include "backend/cpu/avx2.h"
 #include "backend/cpu/block_matmul.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/kernel_table.h"
 #include "kernels/quant_blocks.cuh"
 #include "random_blocks.h"
 
@@ -101,15 +102,6 @@ TEST(BlockMatmul, ARowsResultDoesNotDependOnTheRowsBesideIt) {
       }
     }
   }
-}
-
-// Without LMSCOPE_CPU_KERNEL, the widest implementation the processor runs.
-TEST(BlockMatmul, RunsTheWidestImplementationTheProcessorHas) {
-  if (std::getenv("LMSCOPE_CPU_KERNEL")) GTEST_SKIP() << "LMSCOPE_CPU_KERNEL is set: it chooses";
-  const std::string want = cpu::block_matmul_avx512_available() ? "avx512"
-                           : cpu::block_matmul_simd_available() ? "avx2"
-                                                                : "portable";
-  EXPECT_EQ(want, cpu::block_matmul_kernel());
 }
 
 // linear takes the blocks for up to kBlockMatmulMaxRows rows, sgemm beyond (prefill) and
@@ -202,7 +194,7 @@ LMSCOPE_AVX2 void x86_scales_mins(const uint8_t* blk, uint8_t* out) {
 // 6-bit scales and mins) against ggml's get_scale_min_k4, one scale at a time
 // (quant::scale_min_k4), on random bytes and on all-zero and all-one scale bytes.
 TEST(BlockMatmul, VectorScaleDecodingIsGetScaleMinK4) {
-  if (!cpu::cpu_has_avx2_fma_f16c()) GTEST_SKIP() << "this processor has no AVX2 + FMA + F16C";
+  if (!cpu::processor_runs(cpu::Isa::avx2)) GTEST_SKIP() << "this processor has no AVX2 + FMA + F16C";
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> byte(0, 255);
   for (int t = 0; t < 2000; ++t) {

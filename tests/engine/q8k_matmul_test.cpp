@@ -141,15 +141,6 @@ TEST(Q8KMatmul, SimdKernelsMatchThePortableOneBitForBit) {
   if (ran == 0) GTEST_SKIP() << "this processor has no AVX2+FMA+F16C";
 }
 
-TEST(Q8KMatmul, RunsTheWidestKernelUnlessToldOtherwise) {
-  const char* env = std::getenv("LMSCOPE_CPU_KERNEL");
-  const std::string want = env ? env : "", got = cpu::q8k_matmul_kernel();
-  if (want == "portable" || !cpu::q8k_avx2_available()) EXPECT_EQ(got, "portable");
-  else if (want == "avx2") EXPECT_EQ(got, "avx2");
-  else if (cpu::q8k_avx512_available()) EXPECT_EQ(got, "avx512") << "LMSCOPE_CPU_KERNEL='" << want << "'";
-  else EXPECT_EQ(got, "avx2");
-}
-
 TEST(Q8KMatmul, CpuBackendRunsItForKQuantWeights) {
   CpuBackend q8(CpuActivations::Q8);
   const int64_t I = 512;

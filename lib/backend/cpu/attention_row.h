@@ -4,10 +4,10 @@
 // in three steps, so that the two loops over the cache (q . k and the weighted sum of V) can
 // take vector versions while the softmax (expf, a double sum) stays one function. The vector
 // versions change only the order and rounding of float32 sums (lanes, fused multiply-adds);
-// the tests hold them to the scalar ones. AVX-512 (attention_row_avx512.cpp) or AVX2 + FMA,
-// chosen at run time with block_matmul's kernel (LMSCOPE_CPU_KERNEL); the scalar versions are
-// the reference and the fallback. A run takes the same loops whether or not a hook asked for
-// the scores or probs: those are copies of what the row computes.
+// the tests hold them to the scalar ones. Three builds: scalar (the reference), AVX2 + FMA
+// and AVX-512 (one body, attention_row_x86.h, in attention_row_avx2.cpp and
+// attention_row_avx512.cpp); kernel_table.h says which runs. A run takes the same loops whether or not a hook asked for the scores or probs: those
+// are copies of what the row computes.
 #pragma once
 #include <cstdint>
 
@@ -41,8 +41,7 @@ struct AttentionRowLoops {
   bool simd;
 };
 extern const AttentionRowLoops kScalarRowLoops;   // the reference
-// The loops block_matmul's kernel goes with (LMSCOPE_CPU_KERNEL, block_matmul.h): AVX-512
-// with "avx512", AVX2 with "avx2", the scalar ones with "portable". Chosen once.
+// The loops kernel_table.h chose (LMSCOPE_CPU_KERNEL, or the widest the processor runs).
 const AttentionRowLoops& attention_row_loops();
 
 struct AttentionDims {

@@ -5,7 +5,6 @@
 #pragma once
 
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
 
 #include <cstdint>
@@ -65,14 +64,6 @@ inline void prefetch_lines(uintptr_t address, int lines) {
 template <int Step>
 inline void prefetch_ahead(const void* p) {
   prefetch_lines(reinterpret_cast<uintptr_t>(p) + kPrefetchAhead, (Step + 63) / 64);
-}
-
-// What the AVX2 block kernels need: AVX2, FMA and F16C (the f16 scales' conversion). F16C is
-// read from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know "f16c".
-inline bool cpu_has_avx2_fma_f16c() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_F16C)) return false;
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
 }  // namespace lmscope::cpu

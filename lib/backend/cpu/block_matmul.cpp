@@ -1,13 +1,13 @@
 #include "backend/cpu/block_matmul.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/block_rows.h"
+#include "backend/cpu/kernel_table.h"
 #include "backend/cpu/over_rows.h"
 
 #include "backend/cpu/avx2.h"
@@ -183,9 +183,7 @@ void block_matmul_avx2(float* out, const float* x, const QuantBlocks& W, const f
   over_outputs(W.rows, [&](int64_t o0, int64_t o1) { avx2_outputs(out, x, W, bias, N, o0, o1); });
 }
 
-bool block_matmul_simd_available() {
-  return cpu_has_avx2_fma_f16c();
-}
+bool block_matmul_simd_available() { return processor_runs(Isa::avx2); }
 #else
 void avx2_outputs(float*, const float*, const QuantBlocks&, const float*, int64_t, int64_t, int64_t) {
   throw std::logic_error("avx2_outputs: not an x86-64 build");
@@ -199,51 +197,28 @@ void block_matmul_avx2(float* out, const float* x, const QuantBlocks& W, const f
 bool block_matmul_simd_available() { return false; }
 #endif
 
-namespace {
-
-using Kernel = void (*)(float*, const float*, const QuantBlocks&, const float*, int64_t);
-using Outputs = void (*)(float*, const float*, const QuantBlocks&, const float*, int64_t, int64_t, int64_t);
-struct Choice {
-  const char* name;
-  Kernel run;
-  Outputs outputs;   // [o0, o1) on the calling thread
-};
-
-// The widest the processor runs, or LMSCOPE_CPU_KERNEL's.
-Choice choose() {
-  const Choice avx512{"avx512", block_matmul_avx512, block_matmul_avx512_outputs},
-      avx2{"avx2", block_matmul_avx2, avx2_outputs}, portable{"portable", block_matmul_portable, portable_outputs};
-  const char* env = std::getenv("LMSCOPE_CPU_KERNEL");
-  if (!env || !*env) {
-    if (block_matmul_avx512_available()) return avx512;
-    return block_matmul_simd_available() ? avx2 : portable;
-  }
-  const std::string want = env;
-  if (want == "portable") return portable;
-  if (want == "avx2" && block_matmul_simd_available()) return avx2;
-  if (want == "avx512" && block_matmul_avx512_available()) return avx512;
-  if (want == "avx2" || want == "avx512")
-    throw std::runtime_error("LMSCOPE_CPU_KERNEL=" + want + ": this processor does not run it");
-  throw std::runtime_error("LMSCOPE_CPU_KERNEL=" + want + ": expected avx512, avx2 or portable");
+void block_matmul_portable_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
+                                   int64_t o0, int64_t o1) {
+  portable_outputs(out, x, W, bias, N, o0, o1);
 }
 
-const Choice& chosen() {
-  static const Choice c = choose();
-  return c;
+void block_matmul_avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
+                               int64_t o0, int64_t o1) {
+  avx2_outputs(out, x, W, bias, N, o0, o1);
 }
 
-}  // namespace
-
-const char* block_matmul_kernel() { return chosen().name; }
+const char* block_matmul_kernel() { return isa_name(chosen_kernels().block_matmul.isa); }
 
 void block_matmul(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
-  chosen().run(out, x, W, bias, N);
+  check_block_rows(N);
+  const BlockOutputs run = chosen_kernels().block_matmul.build;
+  over_outputs(W.rows, [&](int64_t o0, int64_t o1) { run(out, x, W, bias, N, o0, o1); });
 }
 
 // Each thread takes a contiguous slice of the jobs' outputs laid end to end.
 void block_matmul_group(const float* x, int64_t N, const BlockMatmulJob* jobs, int count) {
   check_block_rows(N);
-  const Outputs run = chosen().outputs;
+  const BlockOutputs run = chosen_kernels().block_matmul.build;
   over_job_outputs(
       count, [&](int j) { return jobs[j].W->rows; },
       [&](int j, int64_t o0, int64_t o1) { run(jobs[j].out, x, *jobs[j].W, jobs[j].bias, N, o0, o1); });

@@ -6,10 +6,9 @@
 // Numbers: the same products as the float32 path up to float32 rounding order: a block's
 // sum is d * sum(q * x) (+ m * sum(x) for Q4_1) instead of sum((d * q + m) * x); a K-quant
 // super-block's likewise per sub-block (block_matmul_k_x86.h). The per-block layouts are
-// kernels/quant_blocks.cuh's. Three implementations, chosen at run time:
-// AVX-512 (block_matmul_avx512.cpp) when the processor has AVX-512F, else AVX2 + FMA + F16C
-// when it has those, else a portable one, the reference the tests hold the others to.
-// LMSCOPE_CPU_KERNEL=avx512|avx2|portable forces one (an error if the processor lacks it).
+// kernels/quant_blocks.cuh's. Three builds: portable (the reference the tests hold the others
+// to), AVX2 (block_matmul.cpp) and AVX-512 (block_matmul_avx512.cpp); kernel_table.h says
+// which runs (LMSCOPE_CPU_KERNEL, or the widest the processor runs).
 #pragma once
 #include <cstdint>
 #include <stdexcept>
@@ -35,18 +34,26 @@ struct BlockMatmulJob {
 };
 void block_matmul_group(const float* x, int64_t N, const BlockMatmulJob* jobs, int count);
 
-// The implementation block_matmul runs: "avx512", "avx2" or "portable".
+// The build block_matmul runs (kernel_table.h): "avx512", "avx2" or "portable".
 const char* block_matmul_kernel();
 
-// The implementations, for the tests and the benchmark. *_available(): the processor runs it.
+// Each build's outputs [o0, o1) on the calling thread: what each thread runs (kernel_table.h).
+using BlockOutputs = void (*)(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
+                              int64_t o0, int64_t o1);
+void block_matmul_portable_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
+                                   int64_t o0, int64_t o1);
+void block_matmul_avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
+                               int64_t o0, int64_t o1);
+void block_matmul_avx512_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
+                                 int64_t o0, int64_t o1);
+
+// The whole matmul by one build, for the tests and the benchmark. *_available(): the processor
+// runs it (kernel_table.h's processor_runs).
 void block_matmul_portable(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N);
 void block_matmul_avx2(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N);
 void block_matmul_avx512(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N);
 bool block_matmul_simd_available();   // AVX2 + FMA + F16C
-bool block_matmul_avx512_available();
-// Outputs [o0, o1) only, on the calling thread (what each thread of block_matmul_avx512 runs).
-void block_matmul_avx512_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
-                                 int64_t o0, int64_t o1);
+bool block_matmul_avx512_available();   // those + AVX-512F
 // The Q5_0 body of the AVX2 kernel, which the AVX-512 one runs too for a Q5_0 W (a Q5_0 row
 // is at most a few hundred blocks: the fallback of rows whose width is not a multiple of 256).
 void block_matmul_q5_0_avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,

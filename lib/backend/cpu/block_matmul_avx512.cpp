@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "backend/cpu/block_rows.h"
+#include "backend/cpu/kernel_table.h"
 #include "backend/cpu/over_rows.h"
 
 #if defined(__x86_64__)
@@ -108,7 +109,7 @@ void block_matmul_avx512(float* out, const float* x, const QuantBlocks& W, const
 }
 
 // AVX-512F is all it uses (its vcvtph2ps and FMA forms on 512-bit registers included).
-bool block_matmul_avx512_available() { return __builtin_cpu_supports("avx512f"); }
+bool block_matmul_avx512_available() { return processor_runs(Isa::avx512); }
 #else
 void block_matmul_avx512_outputs(float*, const float*, const QuantBlocks&, const float*, int64_t, int64_t, int64_t) {
   throw std::logic_error("block_matmul_avx512_outputs: not an x86-64 build");

@@ -6,8 +6,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-#define LMSCOPE_K_TARGET __attribute__((target("avx2,fma,f16c")))
-#define LMSCOPE_K_LANES 8
+#define LMSCOPE_X86_TARGET __attribute__((target("avx2,fma,f16c")))
+#define LMSCOPE_X86_LANES 8
 #include "backend/cpu/block_matmul_k_x86.h"
 #endif
 

@@ -7,8 +7,8 @@
 
 #if defined(__x86_64__)
 #include "backend/cpu/avx512_intrinsics.h"
-#define LMSCOPE_K_TARGET __attribute__((target("avx512f,fma,f16c")))
-#define LMSCOPE_K_LANES 16
+#define LMSCOPE_X86_TARGET __attribute__((target("avx512f,fma,f16c")))
+#define LMSCOPE_X86_LANES 16
 #include "backend/cpu/block_matmul_k_x86.h"
 #endif
 

@@ -1,7 +1,7 @@
 // The x86 body of block_matmul for the K-quants (Q4_K, Q5_K, Q6_K: 256-weight super-blocks),
-// shared by its AVX2 and AVX-512 builds: each includer defines LMSCOPE_K_TARGET (the function
-// attribute for its instructions) and LMSCOPE_K_LANES (8: 256-bit vectors; 16: 512-bit) first.
-// Everything here has internal linkage, so the two builds never merge.
+// shared by its AVX2 and AVX-512 builds: each includer defines LMSCOPE_X86_TARGET and
+// LMSCOPE_X86_LANES (x86_lanes.h: 8 or 16 float lanes) first. Everything here has internal
+// linkage, so the two builds never merge.
 //
 // Per super-block, its scales as floats first (d * sc and dmin * m, one product each, the
 // values of kernels/quant_blocks.cuh), eight at a time in a vector (block_scales), each then
@@ -14,8 +14,8 @@
 // result is the sum over the row of dequantized weight times x, in another order than sgemm on
 // the dequantized values: equal up to float32 rounding (the tests' tolerance).
 #pragma once
-#if !defined(LMSCOPE_K_TARGET) || !defined(LMSCOPE_K_LANES)
-#error "define LMSCOPE_K_TARGET and LMSCOPE_K_LANES before including block_matmul_k_x86.h"
+#if !defined(LMSCOPE_X86_TARGET) || !defined(LMSCOPE_X86_LANES)
+#error "define LMSCOPE_X86_TARGET and LMSCOPE_X86_LANES before including block_matmul_k_x86.h"
 #endif
 #include <cstdint>
 #include <vector>
@@ -23,71 +23,54 @@
 #include "backend/cpu/avx2.h"   // hsum, load_f16c
 #include "backend/cpu/block_matmul.h"
 #include "backend/cpu/block_rows.h"
+#include "backend/cpu/x86_lanes.h"   // vf, kLanes
 #include "kernels/quant_blocks.cuh"
 
 namespace lmscope::cpu {
 namespace {
 
-constexpr int kLanes = LMSCOPE_K_LANES;
-
-#if LMSCOPE_K_LANES == 8
-using vf = __m256;
+#if LMSCOPE_X86_LANES == 8
 using vi = __m256i;
-LMSCOPE_K_TARGET inline vf vzero() { return _mm256_setzero_ps(); }
-LMSCOPE_K_TARGET inline vf vset(float v) { return _mm256_set1_ps(v); }
-LMSCOPE_K_TARGET inline vf vload(const float* p) { return _mm256_loadu_ps(p); }
-LMSCOPE_K_TARGET inline vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
-LMSCOPE_K_TARGET inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
-LMSCOPE_K_TARGET inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
-LMSCOPE_K_TARGET inline float vsum(vf v) { return hsum(v); }
 // Lane j of the 8 floats v, in every lane (one vpermps).
-LMSCOPE_K_TARGET inline vf vlane(__m256 v, int j) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(j)); }
+LMSCOPE_X86_TARGET inline vf vlane(__m256 v, int j) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(j)); }
 // kLanes bytes at p, each widened to a 32-bit lane.
-LMSCOPE_K_TARGET inline vi widen(const uint8_t* p) {
+LMSCOPE_X86_TARGET inline vi widen(const uint8_t* p) {
   return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
 }
 // kLanes signed bytes at p, each widened to a 32-bit lane.
-LMSCOPE_K_TARGET inline vi widen_signed(const int8_t* p) {
+LMSCOPE_X86_TARGET inline vi widen_signed(const int8_t* p) {
   return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
 }
-LMSCOPE_K_TARGET inline vi iset(int v) { return _mm256_set1_epi32(v); }
-LMSCOPE_K_TARGET inline vi iand(vi a, vi b) { return _mm256_and_si256(a, b); }
-LMSCOPE_K_TARGET inline vi ior(vi a, vi b) { return _mm256_or_si256(a, b); }
-LMSCOPE_K_TARGET inline vi ishr(vi a, int n) { return _mm256_srl_epi32(a, _mm_cvtsi32_si128(n)); }
-LMSCOPE_K_TARGET inline vi ishl4(vi a) { return _mm256_slli_epi32(a, 4); }
-LMSCOPE_K_TARGET inline vf tofloat(vi a) { return _mm256_cvtepi32_ps(a); }
-#elif LMSCOPE_K_LANES == 16
-using vf = __m512;
+LMSCOPE_X86_TARGET inline vi iset(int v) { return _mm256_set1_epi32(v); }
+LMSCOPE_X86_TARGET inline vi iand(vi a, vi b) { return _mm256_and_si256(a, b); }
+LMSCOPE_X86_TARGET inline vi ior(vi a, vi b) { return _mm256_or_si256(a, b); }
+LMSCOPE_X86_TARGET inline vi ishr(vi a, int n) { return _mm256_srl_epi32(a, _mm_cvtsi32_si128(n)); }
+LMSCOPE_X86_TARGET inline vi ishl4(vi a) { return _mm256_slli_epi32(a, 4); }
+LMSCOPE_X86_TARGET inline vf tofloat(vi a) { return _mm256_cvtepi32_ps(a); }
+#elif LMSCOPE_X86_LANES == 16
 using vi = __m512i;
-LMSCOPE_K_TARGET inline vf vzero() { return _mm512_setzero_ps(); }
-LMSCOPE_K_TARGET inline vf vset(float v) { return _mm512_set1_ps(v); }
-LMSCOPE_K_TARGET inline vf vload(const float* p) { return _mm512_loadu_ps(p); }
-LMSCOPE_K_TARGET inline vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
-LMSCOPE_K_TARGET inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
-LMSCOPE_K_TARGET inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
-LMSCOPE_K_TARGET inline float vsum(vf v) { return _mm512_reduce_add_ps(v); }
-LMSCOPE_K_TARGET inline vf vlane(__m256 v, int j) {
+LMSCOPE_X86_TARGET inline vf vlane(__m256 v, int j) {
   return _mm512_permutexvar_ps(_mm512_set1_epi32(j), _mm512_castps256_ps512(v));
 }
-LMSCOPE_K_TARGET inline vi widen(const uint8_t* p) {
+LMSCOPE_X86_TARGET inline vi widen(const uint8_t* p) {
   return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
-LMSCOPE_K_TARGET inline vi widen_signed(const int8_t* p) {
+LMSCOPE_X86_TARGET inline vi widen_signed(const int8_t* p) {
   return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
-LMSCOPE_K_TARGET inline vi iset(int v) { return _mm512_set1_epi32(v); }
-LMSCOPE_K_TARGET inline vi iand(vi a, vi b) { return _mm512_and_si512(a, b); }
-LMSCOPE_K_TARGET inline vi ior(vi a, vi b) { return _mm512_or_si512(a, b); }
-LMSCOPE_K_TARGET inline vi ishr(vi a, int n) { return _mm512_srl_epi32(a, _mm_cvtsi32_si128(n)); }
-LMSCOPE_K_TARGET inline vi ishl4(vi a) { return _mm512_slli_epi32(a, 4); }
-LMSCOPE_K_TARGET inline vf tofloat(vi a) { return _mm512_cvtepi32_ps(a); }
+LMSCOPE_X86_TARGET inline vi iset(int v) { return _mm512_set1_epi32(v); }
+LMSCOPE_X86_TARGET inline vi iand(vi a, vi b) { return _mm512_and_si512(a, b); }
+LMSCOPE_X86_TARGET inline vi ior(vi a, vi b) { return _mm512_or_si512(a, b); }
+LMSCOPE_X86_TARGET inline vi ishr(vi a, int n) { return _mm512_srl_epi32(a, _mm_cvtsi32_si128(n)); }
+LMSCOPE_X86_TARGET inline vi ishl4(vi a) { return _mm512_slli_epi32(a, 4); }
+LMSCOPE_X86_TARGET inline vf tofloat(vi a) { return _mm512_cvtepi32_ps(a); }
 #else
-#error "LMSCOPE_K_LANES must be 8 or 16"
+#error "LMSCOPE_X86_LANES must be 8 or 16"
 #endif
 
 // s = sum over V vectors of q[v] * x[v * kLanes ...], lane-wise.
 template <int V>
-LMSCOPE_K_TARGET inline vf dot(const vf* q, const float* x) {
+LMSCOPE_X86_TARGET inline vf dot(const vf* q, const float* x) {
   vf s = vmul(q[0], vload(x));
   for (int v = 1; v < V; ++v) s = vfma(q[v], vload(x + v * kLanes), s);
   return s;
@@ -96,15 +79,15 @@ LMSCOPE_K_TARGET inline vf dot(const vf* q, const float* x) {
 // The 8 integers in the low bytes of `codes` (unsigned, or signed with Signed) times `scale`:
 // each scale * float(code), the products quant::chunk_scales_k4 and dequant_q6_k form one by one.
 template <bool Signed>
-LMSCOPE_K_TARGET inline __m256 block_scales(__m128i codes, float scale) {
+LMSCOPE_X86_TARGET inline __m256 block_scales(__m128i codes, float scale) {
   const __m256i i = Signed ? _mm256_cvtepi8_epi32(codes) : _mm256_cvtepu8_epi32(codes);
   return _mm256_mul_ps(_mm256_set1_ps(scale), _mm256_cvtepi32_ps(i));
 }
-LMSCOPE_K_TARGET inline __m128i load8(const uint8_t* p) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)); }
+LMSCOPE_X86_TARGET inline __m128i load8(const uint8_t* p) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)); }
 
 // Q4_K / Q5_K super-block into the N rows' accumulators; mins[n] gathers sum_j dmin*m_j*xs_j.
 template <BlockType T, int N>
-LMSCOPE_K_TARGET inline void k4_block(const uint8_t* blk, const float* xb, const float* xs, int64_t I, int64_t nb32,
+LMSCOPE_X86_TARGET inline void k4_block(const uint8_t* blk, const float* xb, const float* xs, int64_t I, int64_t nb32,
                                       vf* acc0, vf* acc1, __m256* mins) {
   constexpr int V = 32 / kLanes;   // vectors per sub-block
   const __m128i sm = scales_mins_k4_x86(blk);   // the eight 6-bit scales, then the eight mins
@@ -142,7 +125,7 @@ LMSCOPE_K_TARGET inline void k4_block(const uint8_t* blk, const float* xb, const
 // A half's 128 codes are assembled 32 at a time in bytes (q6k_half_codes: 21 byte operations
 // for 128 codes), then widened to 32-bit lanes and converted: the same integers q - 32 as one
 // lane at a time, so the same floats.
-LMSCOPE_K_TARGET inline void q6k_half_codes(const uint8_t* blk, int half, int8_t* codes) {
+LMSCOPE_X86_TARGET inline void q6k_half_codes(const uint8_t* blk, int half, int8_t* codes) {
   const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * half)),
                 b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * half + 32)),
                 h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * half));
@@ -158,7 +141,7 @@ LMSCOPE_K_TARGET inline void q6k_half_codes(const uint8_t* blk, int half, int8_t
 }
 
 template <int N>
-LMSCOPE_K_TARGET inline void q6k_block(const uint8_t* blk, const float* xb, int64_t I, vf* acc0, vf* acc1) {
+LMSCOPE_X86_TARGET inline void q6k_block(const uint8_t* blk, const float* xb, int64_t I, vf* acc0, vf* acc1) {
   constexpr int V = 16 / kLanes;   // vectors per 16 weights (one scale)
   const float d = load_f16c(blk + 208);
   // d * sc[g], g = 0..15
@@ -185,7 +168,7 @@ LMSCOPE_K_TARGET inline void q6k_block(const uint8_t* blk, const float* xb, int6
 
 // Outputs [o0, o1) for N rows (a template: with N known the accumulators stay in registers).
 template <BlockType T, int N>
-LMSCOPE_K_TARGET void k_rows(float* out, const float* x, const float* xs, const QuantBlocks& W, const float* bias,
+LMSCOPE_X86_TARGET void k_rows(float* out, const float* x, const float* xs, const QuantBlocks& W, const float* bias,
                              int64_t o0, int64_t o1) {
   const int64_t O = W.rows, I = W.cols, nb = W.row_blocks(), nb32 = I / 32;
   const size_t bb = W.block_bytes(), rb = W.row_bytes();

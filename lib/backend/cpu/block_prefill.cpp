@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "backend/cpu/kernel_table.h"
 #include "backend/cpu/over_rows.h"
 #include "kernels/dtype_convert.cuh"
 #include "kernels/quant_blocks.cuh"
@@ -154,7 +155,7 @@ LMSCOPE_AVX2_ONLY void dequantize_panel_avx2(const QuantBlocks& W, int64_t row0,
   }
 }
 
-bool dequantize_panel_simd_available() { return __builtin_cpu_supports("avx2"); }
+bool dequantize_panel_simd_available() { return processor_runs(Isa::avx2); }
 #else
 void dequantize_panel_avx2(const QuantBlocks&, int64_t, int64_t, float*) {
   throw std::logic_error("dequantize_panel_avx2: not an x86-64 build");
@@ -163,11 +164,7 @@ bool dequantize_panel_simd_available() { return false; }
 #endif
 
 void dequantize_panel(const QuantBlocks& W, int64_t row0, int64_t n, float* out) {
-  static const bool simd = dequantize_panel_simd_available();
-  if (simd)
-    dequantize_panel_avx2(W, row0, n, out);
-  else
-    dequantize_block_rows(W, row0, n, out);
+  chosen_kernels().prefill_panel.build.dequantize(W, row0, n, out);
 }
 
 int64_t prefill_panel_rows(int64_t cols) {
@@ -213,8 +210,9 @@ void panel_matmul(float* out, const float* x, int64_t O, int64_t I, const float*
 }
 
 void block_prefill_matmul(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
+  const auto dequantize = chosen_kernels().prefill_panel.build.dequantize;   // before the threads: it may throw
   panel_matmul(out, x, W.rows, W.cols, bias, N,
-               [&](int64_t row0, int64_t n, float* panel) { dequantize_panel(W, row0, n, panel); });
+               [&](int64_t row0, int64_t n, float* panel) { dequantize(W, row0, n, panel); });
 }
 
 }  // namespace lmscope::cpu

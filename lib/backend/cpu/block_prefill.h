@@ -31,11 +31,11 @@ constexpr int64_t kPrefillMinRows = 16;
 int64_t prefill_panel_rows(int64_t cols);
 
 // Rows [row0, row0 + n) of W as float32 into out[n, W.cols], bit-identical to
-// dequantize_block_rows (tensor/quant_blocks.h): AVX2 when the processor has it (products and
-// sums as separate roundings, as the scalar code), else that function. One thread.
+// dequantize_block_rows (tensor/quant_blocks.h): kernel_table.h's prefill_panel build, AVX2
+// (products and sums as separate roundings, as the scalar code) or that function. One thread.
 void dequantize_panel(const QuantBlocks& W, int64_t row0, int64_t n, float* out);
 void dequantize_panel_avx2(const QuantBlocks& W, int64_t row0, int64_t n, float* out);   // for the tests
-bool dequantize_panel_simd_available();
+bool dequantize_panel_simd_available();   // kernel_table.h's processor_runs(Isa::avx2)
 
 // The panel loop itself, for a weight held in any form: out [N,O] = x [N,I] @ W^T (+ bias),
 // fill(row0, n, panel) writing W's rows [row0, row0 + n) as float32 into panel[n, I] (one

@@ -15,6 +15,7 @@
 #include "backend/cpu/block_matmul.h"
 #include "backend/cpu/block_prefill.h"
 #include "backend/cpu/half_matmul.h"
+#include "backend/cpu/kernel_table.h"
 #include "backend/cpu/over_rows.h"
 #include "kernels/activation.cuh"
 #include "kernels/attention_math.cuh"
@@ -63,6 +64,9 @@ CpuBackend::CpuBackend(CpuActivations activations) : activations_(activations) {
   openblas_set_num_threads(1);
   const char* blocks = std::getenv("LMSCOPE_CPU_BLOCKS");
   use_blocks_ = !(blocks && std::strcmp(blocks, "0") == 0);
+  // The kernels' instruction set, chosen here on the calling thread: a bad LMSCOPE_CPU_KERNEL
+  // is refused now, in one line, not from inside a parallel region at the first matmul.
+  cpu::chosen_kernels();
 }
 
 Tensor CpuBackend::alloc(const Shape& shape) { return Tensor::zeros(shape, DType::F32); }
@@ -279,7 +283,7 @@ Tensor CpuBackend::kv_read(const Tensor& cache, int64_t S) {
 // HF eager attention:  w = (q . k) * scale + mask;  p = softmax(w) in float32;  z = p @ v
 // Prefill (T > 1) runs in tiles (attention_block.h): the causal half of the keys skipped, the
 // products as sgemm; a decode step (T = 1) one query row at a time (attention_row.h) with the
-// vector loops block_matmul's kernel goes with. Hooked scores and probs are written beside
+// loops kernel_table.h chose (attention_row_loops). Hooked scores and probs are written beside
 // either without changing its arithmetic: the same z with the hooks or without them.
 // LMSCOPE_CPU_ATTENTION=row sends prefill through the row path too.
 void CpuBackend::attention(Tensor& z, const Tensor& q, const Tensor& k, const Tensor& v, int64_t S,

@@ -1,13 +1,11 @@
-// half_matmul (half_matmul.h): the portable reference, the choice of implementation, the group
-// and the prefill through panels.
+// half_matmul (half_matmul.h): the portable reference, the matmul and the group through the
+// build kernel_table.h chose, and the prefill through panels.
 #include "backend/cpu/half_matmul.h"
 
-#include <cstring>
-#include <string>
-
-#include "backend/cpu/block_matmul.h"
+#include "backend/cpu/block_matmul.h"   // check_block_rows
 #include "backend/cpu/block_prefill.h"
 #include "backend/cpu/half_dot.h"
+#include "backend/cpu/kernel_table.h"
 #include "backend/cpu/over_rows.h"
 
 namespace lmscope::cpu {
@@ -42,17 +40,7 @@ void half_matmul_portable_outputs(float* out, const float* x, const HalfMatrix& 
     portable_rows<false>(out, x, W, bias, N, o0, o1);
 }
 
-// block_matmul's choice (LMSCOPE_CPU_KERNEL or the widest the processor runs): the half
-// kernels need the same instructions as the block ones of each width.
-HalfOutputs half_matmul_chosen_outputs() {
-  static const HalfOutputs chosen = [] {
-    const std::string kernel = block_matmul_kernel();
-    if (kernel == "avx512") return half_matmul_avx512_outputs;
-    if (kernel == "avx2") return half_matmul_avx2_outputs;
-    return half_matmul_portable_outputs;
-  }();
-  return chosen;
-}
+HalfOutputs half_matmul_chosen_outputs() { return chosen_kernels().half_matmul.build.outputs; }
 
 void half_matmul(float* out, const float* x, const HalfMatrix& W, const float* bias, int64_t N) {
   check_block_rows(N);
@@ -68,9 +56,7 @@ void half_matmul_group(const float* x, int64_t N, const HalfMatmulJob* jobs, int
       [&](int j, int64_t o0, int64_t o1) { run(jobs[j].out, x, jobs[j].W, jobs[j].bias, N, o0, o1); });
 }
 
-void widen_half_rows(const HalfMatrix& W, int64_t row0, int64_t n, float* out) {
-  static const bool simd = block_matmul_simd_available();
-  if (simd) return widen_half_rows_avx2(W, row0, n, out);
+void widen_half_rows_portable(const HalfMatrix& W, int64_t row0, int64_t n, float* out) {
   const uint16_t* src = W.data + row0 * W.cols;
   const int64_t count = n * W.cols;
   if (W.type == DType::BF16)
@@ -79,9 +65,13 @@ void widen_half_rows(const HalfMatrix& W, int64_t row0, int64_t n, float* out) {
     for (int64_t i = 0; i < count; ++i) out[i] = widen_half<false>(src[i]);
 }
 
+void widen_half_rows(const HalfMatrix& W, int64_t row0, int64_t n, float* out) {
+  chosen_kernels().prefill_panel.build.widen(W, row0, n, out);
+}
+
 void half_prefill_matmul(float* out, const float* x, const HalfMatrix& W, const float* bias, int64_t N) {
-  panel_matmul(out, x, W.rows, W.cols, bias, N,
-               [&](int64_t row0, int64_t n, float* panel) { widen_half_rows(W, row0, n, panel); });
+  const auto widen = chosen_kernels().prefill_panel.build.widen;   // before the threads: it may throw
+  panel_matmul(out, x, W.rows, W.cols, bias, N, [&](int64_t row0, int64_t n, float* panel) { widen(W, row0, n, panel); });
 }
 
 }  // namespace lmscope::cpu

@@ -2,8 +2,8 @@
 // out[N,O] = x[N,I] @ W[O,I]^T (+ bias[O]) with W's 2-byte values
 // read in place (the mapped file), never widened into a float32 copy of the matrix.
 //  * decode (N <= kBlockMatmulMaxRows): half_matmul, a dot product per output with float32
-//    FMAs, the arithmetic of half_dot.h; AVX-512, AVX2 (+ F16C for f16) or portable, the one
-//    block_matmul runs (LMSCOPE_CPU_KERNEL, block_matmul.h). All three give the same bits.
+//    FMAs, the arithmetic of half_dot.h; AVX-512, AVX2 (+ F16C for f16) or portable, the build
+//    kernel_table.h chose. All three give the same bits.
 //    A decode step reads 2 bytes a weight instead of 4.
 //  * prefill (any N): half_prefill_matmul, panels of rows widened to float32 per thread, then
 //    sgemm (block_prefill.h's panel_matmul): the values sgemm multiplies are the float32
@@ -39,11 +39,14 @@ void half_matmul_group(const float* x, int64_t N, const HalfMatmulJob* jobs, int
 // out [N,O] for any N >= 1: widened panels, then sgemm.
 void half_prefill_matmul(float* out, const float* x, const HalfMatrix& W, const float* bias, int64_t N);
 
-// Rows [row0, row0 + n) of W as float32 into out[n, W.cols] (exact). One thread.
+// Rows [row0, row0 + n) of W as float32 into out[n, W.cols] (exact; kernel_table.h's
+// prefill_panel build). One thread.
 void widen_half_rows(const HalfMatrix& W, int64_t row0, int64_t n, float* out);
+void widen_half_rows_portable(const HalfMatrix& W, int64_t row0, int64_t n, float* out);
+void widen_half_rows_avx2(const HalfMatrix& W, int64_t row0, int64_t n, float* out);
 
-// The implementations, for the tests: the whole matmul on the calling thread's team, and
-// outputs [o0, o1) on the calling thread. *_available: block_matmul.h's.
+// The builds, for the tests and kernel_table.h: outputs [o0, o1) on the calling thread.
+// Whether the processor runs one: block_matmul.h's *_available.
 using HalfOutputs = void (*)(float* out, const float* x, const HalfMatrix& W, const float* bias, int64_t N,
                              int64_t o0, int64_t o1);
 void half_matmul_portable_outputs(float* out, const float* x, const HalfMatrix& W, const float* bias, int64_t N,
@@ -52,8 +55,7 @@ void half_matmul_avx2_outputs(float* out, const float* x, const HalfMatrix& W, c
                               int64_t o0, int64_t o1);
 void half_matmul_avx512_outputs(float* out, const float* x, const HalfMatrix& W, const float* bias, int64_t N,
                                 int64_t o0, int64_t o1);
-void widen_half_rows_avx2(const HalfMatrix& W, int64_t row0, int64_t n, float* out);
-// The implementation half_matmul runs ("avx512", "avx2", "portable"): block_matmul_kernel()'s.
+// The build half_matmul runs (kernel_table.h).
 HalfOutputs half_matmul_chosen_outputs();
 
 }  // namespace lmscope::cpu

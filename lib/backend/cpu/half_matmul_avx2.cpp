@@ -7,8 +7,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-#define LMSCOPE_H_TARGET __attribute__((target("avx2,fma,f16c")))
-#define LMSCOPE_H_LANES 8
+#define LMSCOPE_X86_TARGET __attribute__((target("avx2,fma,f16c")))
+#define LMSCOPE_X86_LANES 8
 #include "backend/cpu/half_matmul_x86.h"
 #endif
 
@@ -22,7 +22,7 @@ void half_matmul_avx2_outputs(float* out, const float* x, const HalfMatrix& W, c
 
 namespace {
 template <bool BF16>
-LMSCOPE_H_TARGET void widen_rows(const HalfMatrix& W, int64_t row0, int64_t n, float* out) {
+LMSCOPE_X86_TARGET void widen_rows(const HalfMatrix& W, int64_t row0, int64_t n, float* out) {
   const int64_t count = n * W.cols;
   const uint16_t* src = W.data + row0 * W.cols;
   int64_t i = 0;

@@ -7,8 +7,8 @@
 
 #if defined(__x86_64__)
 #include "backend/cpu/avx512_intrinsics.h"
-#define LMSCOPE_H_TARGET __attribute__((target("avx512f,f16c,fma")))
-#define LMSCOPE_H_LANES 16
+#define LMSCOPE_X86_TARGET __attribute__((target("avx512f,f16c,fma")))
+#define LMSCOPE_X86_LANES 16
 #include "backend/cpu/half_matmul_x86.h"
 #endif
 

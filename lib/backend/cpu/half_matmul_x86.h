@@ -1,11 +1,10 @@
 // The x86 body of half_matmul (half_matmul.h), shared by its AVX2 and AVX-512 builds: each
-// includer defines LMSCOPE_H_TARGET (the function attribute for its instructions) and
-// LMSCOPE_H_LANES (8: 256-bit vectors; 16: 512-bit) first. Internal linkage: the two builds
-// never merge. The arithmetic is half_dot.h's: 32 lanes as 32 / LMSCOPE_H_LANES vectors, one
+// includer defines LMSCOPE_X86_TARGET and LMSCOPE_X86_LANES (x86_lanes.h: 8 or 16 float lanes)
+// first. Internal linkage: the two builds never merge. The arithmetic is half_dot.h's: 32 lanes as 32 / LMSCOPE_X86_LANES vectors, one
 // FMA per lane and chunk of 32 columns, the lanes stored and summed by reduce_half_lanes.
 #pragma once
-#if !defined(LMSCOPE_H_TARGET) || !defined(LMSCOPE_H_LANES)
-#error "define LMSCOPE_H_TARGET and LMSCOPE_H_LANES before including half_matmul_x86.h"
+#if !defined(LMSCOPE_X86_TARGET) || !defined(LMSCOPE_X86_LANES)
+#error "define LMSCOPE_X86_TARGET and LMSCOPE_X86_LANES before including half_matmul_x86.h"
 #endif
 #include <cstdint>
 #include <cstring>
@@ -14,45 +13,35 @@
 #include "backend/cpu/block_rows.h"
 #include "backend/cpu/half_dot.h"
 #include "backend/cpu/half_matmul.h"
+#include "backend/cpu/x86_lanes.h"   // vf, kLanes
 
 namespace lmscope::cpu {
 namespace {
 
-constexpr int kLanes = LMSCOPE_H_LANES;
 constexpr int kVecs = kHalfLanes / kLanes;   // vectors per chunk of 32 columns
 
-#if LMSCOPE_H_LANES == 8
-using vf = __m256;
-LMSCOPE_H_TARGET inline vf vzero() { return _mm256_setzero_ps(); }
-LMSCOPE_H_TARGET inline vf vload(const float* p) { return _mm256_loadu_ps(p); }
-LMSCOPE_H_TARGET inline void vstore(float* p, vf v) { _mm256_storeu_ps(p, v); }
-LMSCOPE_H_TARGET inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+#if LMSCOPE_X86_LANES == 8
 // 8 stored values at p as float32: bf16 shifted into a float's top half, f16 by vcvtph2ps.
 template <bool BF16>
-LMSCOPE_H_TARGET inline vf vwiden(const uint16_t* p) {
+LMSCOPE_X86_TARGET inline vf vwiden(const uint16_t* p) {
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   if (BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   return _mm256_cvtph_ps(h);
 }
-#elif LMSCOPE_H_LANES == 16
-using vf = __m512;
-LMSCOPE_H_TARGET inline vf vzero() { return _mm512_setzero_ps(); }
-LMSCOPE_H_TARGET inline vf vload(const float* p) { return _mm512_loadu_ps(p); }
-LMSCOPE_H_TARGET inline void vstore(float* p, vf v) { _mm512_storeu_ps(p, v); }
-LMSCOPE_H_TARGET inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+#elif LMSCOPE_X86_LANES == 16
 template <bool BF16>
-LMSCOPE_H_TARGET inline vf vwiden(const uint16_t* p) {
+LMSCOPE_X86_TARGET inline vf vwiden(const uint16_t* p) {
   const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   if (BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   return _mm512_cvtph_ps(h);
 }
 #else
-#error "LMSCOPE_H_LANES must be 8 or 16"
+#error "LMSCOPE_X86_LANES must be 8 or 16"
 #endif
 
 // Outputs [o0, o1) for N rows (N a template argument: the accumulators' count is known).
 template <bool BF16, int N>
-LMSCOPE_H_TARGET void half_rows(float* out, const float* x, const HalfMatrix& W, const float* bias, int64_t o0,
+LMSCOPE_X86_TARGET void half_rows(float* out, const float* x, const HalfMatrix& W, const float* bias, int64_t o0,
                                 int64_t o1) {
   const int64_t O = W.rows, I = W.cols, full = I / kHalfLanes, rem = I % kHalfLanes;
   for (int64_t o = o0; o < o1; ++o) {

@@ -1,11 +1,10 @@
 #include "backend/cpu/q8_matmul.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
+#include "backend/cpu/kernel_table.h"
 #include "backend/cpu/over_rows.h"
 #include "kernels/dtype_convert.cuh"
 #include "kernels/q8_activations.cuh"
@@ -22,10 +21,6 @@ void q8_quantize_portable(const float* x, int64_t blocks, int8_t* q, float* ds) 
   }
 }
 
-namespace {
-const char* chosen_name();
-}
-
 void quantize_rows_q8(const float* x, int64_t N, int64_t I, Q8Rows& out) {
   if (I % q8::kBlock != 0) throw std::logic_error("quantize_rows_q8: " + std::to_string(I) + " columns, not blocks of 32");
   const int64_t nb = I / q8::kBlock, total = N * nb;
@@ -33,8 +28,7 @@ void quantize_rows_q8(const float* x, int64_t N, int64_t I, Q8Rows& out) {
   out.cols = I;
   out.q.resize(size_t(N * I));
   out.ds.resize(size_t(2 * total));
-  static const bool simd = std::strcmp(chosen_name(), "portable") != 0;
-  const auto run = simd ? q8_quantize_avx2 : q8_quantize_portable;
+  const Q8Quantize run = chosen_kernels().q8_matmul.build.quantize;
   int8_t* q = out.q.data();
   float* ds = out.ds.data();
   if (total < 512) return run(x, total, q, ds);   // a decode row: not worth waking the threads
@@ -84,34 +78,6 @@ void q8_outputs_portable(float* out, const Q8Rows& x, const QuantBlocks& W, cons
 
 namespace {
 
-struct Choice {
-  const char* name;
-  Q8Outputs outputs;
-};
-
-// The widest the processor runs, or LMSCOPE_CPU_KERNEL's (block_matmul.h's variable).
-Choice choose() {
-  const Choice avx512{"avx512", q8_outputs_avx512}, avx2{"avx2", q8_outputs_avx2},
-      portable{"portable", q8_outputs_portable};
-  const char* env = std::getenv("LMSCOPE_CPU_KERNEL");
-  if (!env || !*env) {
-    if (q8_avx512_available()) return avx512;
-    return q8_avx2_available() ? avx2 : portable;
-  }
-  const std::string want = env;
-  if (want == "portable") return portable;
-  if (want == "avx2" && q8_avx2_available()) return avx2;
-  if (want == "avx512" && q8_avx512_available()) return avx512;
-  if (want == "avx2" || want == "avx512")
-    throw std::runtime_error("LMSCOPE_CPU_KERNEL=" + want + ": this processor does not run it (q8 activations)");
-  throw std::runtime_error("LMSCOPE_CPU_KERNEL=" + want + ": expected avx512, avx2 or portable");
-}
-
-const Choice& chosen() {
-  static const Choice c = choose();
-  return c;
-}
-
 void check_shapes(const Q8Rows& x, const QuantBlocks& W) {
   if (!q8_matmul_supports(W.type))
     throw std::logic_error(std::string("q8_matmul: ") + block_type_name(W.type) + " weights are not supported");
@@ -126,20 +92,17 @@ bool q8_matmul_supports(BlockType type) {
   return type == BlockType::Q8_0 || type == BlockType::Q4_1 || type == BlockType::Q5_0;
 }
 
-const char* q8_matmul_kernel() { return chosen().name; }
-namespace {
-const char* chosen_name() { return chosen().name; }
-}  // namespace
+const char* q8_matmul_kernel() { return isa_name(chosen_kernels().q8_matmul.isa); }
 
 void q8_matmul(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias) {
   check_shapes(x, W);
-  const Q8Outputs run = chosen().outputs;
+  const Q8Outputs run = chosen_kernels().q8_matmul.build.outputs;
   over_outputs(W.rows, [&](int64_t o0, int64_t o1) { run(out, x, W, bias, o0, o1); });
 }
 
 void q8_matmul_group(const Q8Rows& x, const BlockMatmulJob* jobs, int count) {
   for (int j = 0; j < count; ++j) check_shapes(x, *jobs[j].W);
-  const Q8Outputs run = chosen().outputs;
+  const Q8Outputs run = chosen_kernels().q8_matmul.build.outputs;
   over_job_outputs(
       count, [&](int j) { return jobs[j].W->rows; },
       [&](int j, int64_t o0, int64_t o1) { run(jobs[j].out, x, *jobs[j].W, jobs[j].bias, o0, o1); });

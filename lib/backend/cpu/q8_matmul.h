@@ -7,11 +7,10 @@
 //
 // Any N: the rows go through in tiles of up to 8 (a template per tile height, so the
 // accumulators stay in registers), each thread walking its outputs a chunk at a time so that a
-// chunk's weight blocks are read from cache by every tile. Three implementations, chosen at
-// run time: AVX-512 VNNI (q8_matmul_avx512.cpp: vpdpbusd on 256-bit registers, as llama.cpp's
-// build uses it) when the processor has avx512_vnni + avx512vl, else AVX2 (maddubs + madd),
-// else the portable one, the reference the tests hold the others to. LMSCOPE_CPU_KERNEL
-// (block_matmul.h) forces one here too.
+// chunk's weight blocks are read from cache by every tile. Three builds, the same bits: portable
+// (the reference the tests hold the others to), AVX2 (maddubs + madd) and AVX-512 VNNI
+// (q8_matmul_avx512.cpp: vpdpbusd on 256-bit registers, as llama.cpp's build uses it; it needs
+// avx512_vnni + avx512vl + avx512bw); kernel_table.h says which runs.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -34,11 +33,11 @@ struct Q8Rows {
   int64_t blocks() const { return cols / 32; }
 };
 
-// x [N, I] row-major -> out (resized). q8::quantize_block on every block (the AVX2 version
-// unless the portable kernel was chosen); splits the blocks over the OpenMP threads when there
-// are many.
+// x [N, I] row-major -> out (resized). q8::quantize_block on every block (the chosen build's
+// quantizer: kernel_table.h); splits the blocks over the OpenMP threads when there are many.
 void quantize_rows_q8(const float* x, int64_t N, int64_t I, Q8Rows& out);
 // `blocks` blocks of 32 from x: codes into q, (d, s) pairs into ds. One thread.
+using Q8Quantize = void (*)(const float* x, int64_t blocks, int8_t* q, float* ds);
 void q8_quantize_portable(const float* x, int64_t blocks, int8_t* q, float* ds);
 void q8_quantize_avx2(const float* x, int64_t blocks, int8_t* q, float* ds);   // q8_avx2_available()
 
@@ -50,7 +49,7 @@ void q8_matmul_group(const Q8Rows& x, const BlockMatmulJob* jobs, int count);
 // Whether q8_matmul multiplies weights of this type (Q8_0, Q4_1, Q5_0).
 bool q8_matmul_supports(BlockType type);
 
-// The implementation q8_matmul runs: "avx512", "avx2" or "portable".
+// The build q8_matmul runs (kernel_table.h): "avx512", "avx2" or "portable".
 const char* q8_matmul_kernel();
 
 // The implementations, for the tests and the benchmark: outputs [o0, o1) on the calling
@@ -61,7 +60,7 @@ void q8_outputs_portable(float* out, const Q8Rows& x, const QuantBlocks& W, cons
 void q8_outputs_avx2(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias, int64_t o0, int64_t o1);
 void q8_outputs_avx512(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias, int64_t o0, int64_t o1);
 bool q8_avx2_available();     // AVX2 + FMA + F16C
-bool q8_avx512_available();   // those + AVX-512 VL + VNNI
+bool q8_avx512_available();   // those + AVX-512 F, VL, BW and VNNI (kernel_table.h)
 
 // Tiles: the weights of kQ8ChunkOutputs outputs are read by every tile of kQ8TileRows rows.
 constexpr int kQ8TileRows = 8;

@@ -5,8 +5,10 @@
 
 #include <stdexcept>
 
+#include "backend/cpu/kernel_table.h"   // processor_runs
+
 #if defined(__x86_64__)
-#include "backend/cpu/avx2.h"   // immintrin.h, cpu_has_avx2_fma_f16c
+#include "backend/cpu/avx2.h"   // immintrin.h
 #define LMSCOPE_Q8_TARGET __attribute__((target("avx2,fma,f16c")))
 #define LMSCOPE_Q8_VNNI 0
 #include "backend/cpu/q8_matmul_x86.h"
@@ -19,9 +21,7 @@ void q8_outputs_avx2(float* out, const Q8Rows& x, const QuantBlocks& W, const fl
   x86_outputs(out, x, W, bias, o0, o1);
 }
 void q8_quantize_avx2(const float* x, int64_t blocks, int8_t* q, float* ds) { quantize_blocks(x, blocks, q, ds); }
-bool q8_avx2_available() {
-  return cpu_has_avx2_fma_f16c();
-}
+bool q8_avx2_available() { return processor_runs(Isa::avx2); }
 #else
 void q8_outputs_avx2(float*, const Q8Rows&, const QuantBlocks&, const float*, int64_t, int64_t) {
   throw std::logic_error("q8_outputs_avx2: not an x86-64 build");

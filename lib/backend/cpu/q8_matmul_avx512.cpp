@@ -6,6 +6,8 @@
 
 #include <stdexcept>
 
+#include "backend/cpu/kernel_table.h"   // processor_has_avx512_vnni
+
 #if defined(__x86_64__)
 #include "backend/cpu/avx512_intrinsics.h"
 #define LMSCOPE_Q8_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
@@ -19,10 +21,7 @@ namespace lmscope::cpu {
 void q8_outputs_avx512(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias, int64_t o0, int64_t o1) {
   x86_outputs(out, x, W, bias, o0, o1);
 }
-bool q8_avx512_available() {
-  return q8_avx2_available() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
-}
+bool q8_avx512_available() { return processor_has_avx512_vnni(); }
 #else
 void q8_outputs_avx512(float*, const Q8Rows&, const QuantBlocks&, const float*, int64_t, int64_t) {
   throw std::logic_error("q8_outputs_avx512: not an x86-64 build");

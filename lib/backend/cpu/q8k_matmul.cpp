@@ -1,10 +1,10 @@
 #include "backend/cpu/q8k_matmul.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
+#include "backend/cpu/kernel_table.h"
 #include "backend/cpu/over_rows.h"
 #include "kernels/q8_k_activations.cuh"
 
@@ -63,29 +63,6 @@ void portable_slice(const Q8KSlice& s, const int8_t* const* q, const int16_t* co
           q8k::dot_row(s.ggml_type, s.w + o * s.row_bytes, s.nb, q[r], bsums[r], d[r]) + (s.bias ? s.bias[o] : 0.0f);
 }
 
-struct Choice {
-  const char* name;
-  Q8KOutputs outputs;
-};
-
-// The widest the processor runs, or LMSCOPE_CPU_KERNEL's (block_matmul.h's variable; its
-// choice has already refused a kernel the processor lacks, but AVX-512 F without BW and VNNI
-// can pass it: that processor runs the AVX2 build, the same numbers).
-Choice choose() {
-  const Choice avx512{"avx512", q8k_outputs_avx512}, avx2{"avx2", q8k_outputs_avx2},
-      portable{"portable", q8k_outputs_portable};
-  const char* env = std::getenv("LMSCOPE_CPU_KERNEL");
-  const std::string want = env ? env : "";
-  if (want == "portable" || !q8k_avx2_available()) return portable;
-  if ((want.empty() || want == "avx512") && q8k_avx512_available()) return avx512;
-  return avx2;
-}
-
-const Choice& chosen() {
-  static const Choice c = choose();
-  return c;
-}
-
 void check_shapes(const Q8KRows& x, const QuantBlocks& W) {
   if (!is_k_quant(W.type))
     throw std::logic_error(std::string("q8k_matmul: ") + block_type_name(W.type) + " weights are not K-quants");
@@ -115,17 +92,17 @@ std::vector<Q8KImplementation> q8k_simd_implementations() {
   return {{"avx2", q8k_outputs_avx2, q8k_avx2_available()}, {"avx512", q8k_outputs_avx512, q8k_avx512_available()}};
 }
 
-const char* q8k_matmul_kernel() { return chosen().name; }
+const char* q8k_matmul_kernel() { return isa_name(chosen_kernels().q8k_matmul.isa); }
 
 void q8k_matmul(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias) {
   check_shapes(x, W);
-  const Q8KOutputs run = chosen().outputs;
+  const Q8KOutputs run = chosen_kernels().q8k_matmul.build;
   over_outputs(W.rows, [&](int64_t o0, int64_t o1) { run(out, x, W, bias, o0, o1); });
 }
 
 void q8k_matmul_group(const Q8KRows& x, const BlockMatmulJob* jobs, int count) {
   for (int j = 0; j < count; ++j) check_shapes(x, *jobs[j].W);
-  const Q8KOutputs run = chosen().outputs;
+  const Q8KOutputs run = chosen_kernels().q8k_matmul.build;
   over_job_outputs(
       count, [&](int j) { return jobs[j].W->rows; },
       [&](int j, int64_t o0, int64_t o1) { run(jobs[j].out, x, *jobs[j].W, jobs[j].bias, o0, o1); });

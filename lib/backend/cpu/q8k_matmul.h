@@ -7,11 +7,10 @@
 //
 // Any N; each thread walks its outputs a chunk at a time so that a chunk's weight blocks are
 // read from cache by every row, and up to kQ8KRows rows at a time share each weight row's
-// unpacking (q8k_slice_*). Three implementations, the widest the processor runs chosen at run
-// time (LMSCOPE_CPU_KERNEL=avx512|avx2|portable forces one): AVX-512 (512-bit integer sums,
-// AVX-512 BW + VNNI), AVX2 (llama.cpp's own instruction sequence, vpmaddubsw + vpmaddwd), both in
-// q8k_matmul_x86.h and bit for bit the same numbers, and the portable one (the formulas one
-// lane at a time), the reference the tests hold the others to.
+// unpacking (q8k_slice_*). Three builds: portable (the formulas one lane at a time, the
+// reference the tests hold the others to), AVX2 (llama.cpp's own instruction sequence,
+// vpmaddubsw + vpmaddwd) and AVX-512 (512-bit integer sums, AVX-512 BW + VNNI), the two in
+// q8k_matmul_x86.h and bit for bit the same numbers; kernel_table.h says which runs.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -40,7 +39,7 @@ void q8k_matmul(float* out, const Q8KRows& x, const QuantBlocks& W, const float*
 // Several matrices reading the same x in one parallel region (block_matmul_group's split).
 void q8k_matmul_group(const Q8KRows& x, const BlockMatmulJob* jobs, int count);
 
-// The implementation q8k_matmul runs: "avx512", "avx2" or "portable".
+// The build q8k_matmul runs (kernel_table.h): "avx512", "avx2" or "portable".
 const char* q8k_matmul_kernel();
 
 // The implementations, for the tests: outputs [o0, o1) on the calling thread.
@@ -53,7 +52,7 @@ void q8k_outputs_avx2(float* out, const Q8KRows& x, const QuantBlocks& W, const 
 void q8k_outputs_avx512(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias, int64_t o0,
                         int64_t o1);
 bool q8k_avx2_available();     // AVX2 + FMA + F16C
-bool q8k_avx512_available();   // those + AVX-512 F, BW and VNNI
+bool q8k_avx512_available();   // those + AVX-512 F, VL, BW and VNNI (kernel_table.h)
 // The SIMD implementations ("avx2", "avx512"), and whether this processor runs each.
 struct Q8KImplementation {
   const char* name;

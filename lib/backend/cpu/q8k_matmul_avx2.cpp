@@ -6,6 +6,8 @@
 
 #include <stdexcept>
 
+#include "backend/cpu/kernel_table.h"   // processor_runs
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define LMSCOPE_Q8K_TARGET __attribute__((target("avx2,fma,f16c")))
@@ -23,7 +25,7 @@ void q8k_slice_avx2(const Q8KSlice& s, const int8_t* const* q, const int16_t* co
                     int rows) {
   x86_slice(s, q, bsums, d, rows);
 }
-bool q8k_avx2_available() { return cpu_has_avx2_fma_f16c(); }
+bool q8k_avx2_available() { return processor_runs(Isa::avx2); }
 #else
 float q8k_dot_avx2(int, const uint8_t*, int64_t, const int8_t*, const int16_t*, const float*) {
   throw std::logic_error("q8k_dot_avx2: not an x86-64 build");

@@ -8,6 +8,8 @@
 
 #include <stdexcept>
 
+#include "backend/cpu/kernel_table.h"   // processor_has_avx512_vnni
+
 #if defined(__x86_64__)
 #include "backend/cpu/avx512_intrinsics.h"
 #define LMSCOPE_Q8K_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vnni")))
@@ -26,10 +28,7 @@ void q8k_slice_avx512(const Q8KSlice& s, const int8_t* const* q, const int16_t* 
                       int rows) {
   x86_slice(s, q, bsums, d, rows);
 }
-bool q8k_avx512_available() {
-  return q8k_avx2_available() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vnni");
-}
+bool q8k_avx512_available() { return processor_has_avx512_vnni(); }
 #else
 float q8k_dot_avx512(int, const uint8_t*, int64_t, const int8_t*, const int16_t*, const float*) {
   throw std::logic_error("q8k_dot_avx512: not an x86-64 build");

@@ -1,6 +1,6 @@
 // Error checks for CUDA runtime and cuBLAS calls: a failed call throws std::runtime_error
 // naming the call as written, the file and line, and the error:
-//   CUDA error: cudaMalloc(&p, bytes) failed at lib/backend/cuda/device_pool.cpp:40:
+//   CUDA error: cudaMalloc(&p, bytes) failed at lib/backend/cuda/block_pool.cpp:35:
 //   out of memory (cudaErrorMemoryAllocation)
 #pragma once
 #include <cublas_v2.h>
