@@ -145,6 +145,24 @@ TEST(SentencePiece, Gemma3MatchesHuggingFace) {
   }
 }
 
+// llama.cpp's own tokenizer on the file (golden/gemma3/llamacpp_tokens.json, made by
+// golden/make_gemma3_llamacpp_tokens.py: llama_tokenize with add_special and parse_special) on
+// English, CJK, code, runs of spaces, newlines and tabs, byte fallback, emoji, a chat turn.
+TEST(SentencePiece, Gemma3MatchesLlamaCpp) {
+  const std::string root = LMSCOPE_SOURCE_DIR;
+  std::ifstream in(root + "/golden/gemma3/llamacpp_tokens.json");
+  ASSERT_TRUE(in) << "golden/gemma3/llamacpp_tokens.json is missing";
+  const nlohmann::json ref = nlohmann::json::parse(in);
+  const std::string model = root + "/" + ref["model"].get<std::string>();
+  if (!std::filesystem::exists(model)) GTEST_SKIP() << model << " is absent: run scripts/fetch-gemma3-model.sh";
+  const Tokenizer t = Tokenizer::load(model);
+  ASSERT_GE(ref["cases"].size(), 15u);
+  for (const auto& c : ref["cases"]) {
+    const std::string text = c["text"];
+    EXPECT_EQ(t.encode(text), c["ids"].get<std::vector<int32_t>>()) << text;
+  }
+}
+
 TEST(SentencePiece, RefusesAByteLevelTokenizer) {
   const std::string root = LMSCOPE_SOURCE_DIR;
   const std::string smol = root + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
