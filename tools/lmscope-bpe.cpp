@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
   app.add_flag("--chat", chat, "treat TEXT as a user message and apply the chat format first");
   app.add_option("--system", system, "with --chat: a system message before it");
   app.add_option("--chat-json", chat_json, "a conversation file: [{\"role\": ..., \"content\": ...}, ...]");
-  app.add_option("--chat-format", chat_format, "template (the tokenizer's own), chatml or deepseek-r1")
+  app.add_option("--chat-format", chat_format, "template (the tokenizer's own), chatml, deepseek-r1 or gemma")
       ->capture_default_str();
   app.add_option("--chat-template", chat_template_file, "a Jinja chat template file to use instead");
   app.add_flag("--no-generation-prompt", no_gen, "with --chat: do not open the assistant's turn");
