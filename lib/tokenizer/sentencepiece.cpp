@@ -48,10 +48,22 @@ struct ByScore {
 
 // The trace of one fragment (encode_trace.h): the ids of its starting symbols and, for each
 // merge, where its left symbol stands among the symbols of that moment. A character no token
-// spells counts as one symbol per byte (its "<0xNN>" ids), as it will be written.
+// spells counts as one symbol per byte (its "<0xNN>" ids), as it will be written. The symbols
+// before a merge are counted with a Fenwick tree over the starting symbols' widths (a merged
+// symbol's right part becomes 0 wide), so a long text traces in O(n log n), not O(n^2).
 struct FragmentTrace {
   const SpmVocab& v;
   WordTrace& word;
+  std::vector<int64_t> tree;   // Fenwick tree: tree[i] sums a range of widths ending at symbol i - 1
+
+  void add(size_t symbol, int64_t delta) {
+    for (size_t i = symbol + 1; i < tree.size(); i += i & (~i + 1)) tree[i] += delta;
+  }
+  int64_t before(size_t symbol) const {   // the widths of symbols 0 .. symbol - 1
+    int64_t sum = 0;
+    for (size_t i = symbol; i > 0; i -= i & (~i + 1)) sum += tree[i];
+    return sum;
+  }
 
   int id_of(const std::string& piece) const {
     auto it = v.ids.find(piece);
@@ -87,10 +99,11 @@ void encode_fragment(const SpmVocab& v, const std::string& text, std::vector<int
 
   std::optional<FragmentTrace> tr;
   if (word) {
-    tr.emplace(FragmentTrace{v, *word});
+    tr.emplace(FragmentTrace{v, *word, std::vector<int64_t>(symbols.size() + 1, 0)});
     word->text = text;
-    for (const Symbol& s : symbols) {
-      const std::string p = piece(s);
+    for (size_t i = 0; i < symbols.size(); ++i) {
+      const std::string p = piece(symbols[i]);
+      tr->add(i, int64_t(tr->width(p)));
       if (auto it = v.ids.find(p); it != v.ids.end()) word->symbols.push_back(it->second);
       else
         for (unsigned char c : p) word->symbols.push_back(v.byte_ids[c]);
@@ -104,10 +117,11 @@ void encode_fragment(const SpmVocab& v, const std::string& text, std::vector<int
     Symbol& right = symbols[b.right];
     if (left.n == 0 || right.n == 0 || left.n + right.n != b.size) continue;   // stale
     if (tr) {
-      size_t position = 0;   // the symbols before the left one, as the trace counts them
-      for (int i = 0; i != b.left; i = symbols[i].next) position += tr->width(piece(symbols[i]));
       const std::string l = piece(left), r = piece(right);
-      word->merges.push_back(MergeStep{tr->id_of(l), tr->id_of(r), tr->id_of(l + r), -1, int32_t(position), b.score});
+      const int32_t position = int32_t(tr->before(size_t(b.left)));   // the symbols before the left one
+      word->merges.push_back(MergeStep{tr->id_of(l), tr->id_of(r), tr->id_of(l + r), -1, position, b.score});
+      // Both parts are tokens (id_of checked), 1 wide each; the merged symbol is 1 wide.
+      tr->add(size_t(b.right), -1);
     }
     left.n += right.n;
     right.n = 0;

@@ -159,7 +159,23 @@ TEST(SentencePiece, Gemma3MatchesLlamaCpp) {
   ASSERT_GE(ref["cases"].size(), 15u);
   for (const auto& c : ref["cases"]) {
     const std::string text = c["text"];
-    EXPECT_EQ(t.encode(text), c["ids"].get<std::vector<int32_t>>()) << text;
+    EncodeTrace tr;
+    EXPECT_EQ(t.encode(text, true, &tr), c["ids"].get<std::vector<int32_t>>()) << text;
+    // The trace replays: each merge joins the two symbols at its position, and the symbols
+    // left at the end are the word's ids.
+    for (const WordTrace& w : tr.words) {
+      std::vector<int32_t> now = w.symbols;
+      for (const MergeStep& m : w.merges) {
+        ASSERT_LT(size_t(m.position) + 1, now.size()) << text;
+        EXPECT_EQ(now[size_t(m.position)], m.left) << text;
+        EXPECT_EQ(now[size_t(m.position) + 1], m.right) << text;
+        now[size_t(m.position)] = m.merged;
+        now.erase(now.begin() + m.position + 1);
+      }
+      if (w.kind == WordTrace::Kind::Bpe) {
+        EXPECT_EQ(now, w.ids) << text;
+      }
+    }
   }
 }
 
