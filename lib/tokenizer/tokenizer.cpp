@@ -249,7 +249,11 @@ const std::string& Tokenizer::token_text(int32_t id) const {
 }
 
 bool Tokenizer::is_added(int32_t id) const {
-  if (spm_) return id >= 0 && id < int32_t(spm_->types.size()) && (spm_->types[size_t(id)] == kControl || spm_->types[size_t(id)] == kUserDefined);
+  if (spm_) {   // matched whole in the text: control and user-defined tokens
+    if (id < 0 || id >= int32_t(spm_->types.size())) return false;
+    const int type = spm_->types[size_t(id)];
+    return type == kControl || type == kUserDefined;
+  }
   return added_.by_id(id) != nullptr;
 }
 
