@@ -2,6 +2,7 @@
 //
 //   lmscope-bpe --tokenizer golden/tokenizers/qwen-bpe "中华人民共和国成立于 1949 年。"
 //   lmscope-bpe --tokenizer models/SmolLM2-135M-Instruct.Q4_1.gguf "What is 12345?"   (a GGUF's tokenizer)
+//   lmscope-bpe --tokenizer models/gemma-3-270m-q4_k_m.gguf "emoji 🍕"   (SentencePiece: merges by score, byte fallback)
 //   lmscope-bpe --tokenizer DIR --json --file prompt.txt
 //   lmscope-bpe --tokenizer DIR --decode 104811,100000
 //   lmscope-bpe --tokenizer DIR --chat --system "Be brief." "What is BPE?"
@@ -17,12 +18,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "io/format_number.h"
 #include "io/output_target.h"
 #include "io/regular_file.h"
 #include "io/text_file.h"
 #include "tokenizer/bpe_train.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/encode_trace.h"
+#include "tokenizer/sentencepiece.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 #include "tools/cli_common.h"
@@ -76,12 +79,19 @@ void print_trace(const tok::Tokenizer& t, const EncodeTrace& tr, bool steps) {
     std::printf("  %zu symbols, %zu merges%s\n", wt.symbols.size(), wt.merges.size(),
                 wt.whole_word ? " (whole word in the vocabulary: ignore_merges)" : "");
     std::printf("     symbols: %s\n", shown_symbols(wt.symbols, bytes).c_str());
+    // SentencePiece: each character no token spells, and the byte tokens that stand for it.
+    for (const std::string& c : wt.byte_fallback)
+      std::printf("     byte fallback: %s is no token -> %s\n", quoted(utf8::readable(c)).c_str(),
+                  tok::byte_token_names(c).c_str());
     std::vector<int32_t> now = wt.symbols;
     for (size_t m = 0; m < wt.merges.size(); ++m) {
       const MergeStep& ms = wt.merges[m];
-      std::printf("     %3zu. %s + %s -> %s   rank %d, at %d\n", m + 1, quoted(t.token_display(ms.left)).c_str(),
-                  quoted(t.token_display(ms.right)).c_str(), quoted(t.token_display(ms.merged)).c_str(), ms.rank,
-                  ms.position);
+      // BPE: the merge's rank in the merge list; SentencePiece: the merged token's score.
+      const std::string chosen_by =
+          tr.by_score ? "score " + fmt("%g", double(ms.score)) : "rank " + std::to_string(ms.rank);
+      std::printf("     %3zu. %s + %s -> %s   %s, at %d\n", m + 1, quoted(t.token_display(ms.left)).c_str(),
+                  quoted(t.token_display(ms.right)).c_str(), quoted(t.token_display(ms.merged)).c_str(),
+                  chosen_by.c_str(), ms.position);
       if (!steps) continue;
       now[size_t(ms.position)] = ms.merged;
       now.erase(now.begin() + ms.position + 1);
@@ -167,7 +177,7 @@ nlohmann::json bench(const tok::Tokenizer& t, const std::string& text, int repea
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"lmscope-bpe: byte-level BPE, merge by merge (exact against Hugging Face tokenizers)"};
+  CLI::App app{"lmscope-bpe: byte-level BPE and SentencePiece, merge by merge (exact against Hugging Face tokenizers)"};
   std::string tokenizer_path, text, file, decode_ids, out_h5, system, chat_json, chat_format = "template",
                                                                           chat_template_file;
   bool json = false, no_special = false, skip_special = false, info = false, chat = false, no_gen = false,
@@ -189,7 +199,7 @@ int main(int argc, char** argv) {
   app.add_flag("--chat", chat, "treat TEXT as a user message and apply the chat format first");
   app.add_option("--system", system, "with --chat: a system message before it");
   app.add_option("--chat-json", chat_json, "a conversation file: [{\"role\": ..., \"content\": ...}, ...]");
-  app.add_option("--chat-format", chat_format, "template (the tokenizer's own), chatml or deepseek-r1")
+  app.add_option("--chat-format", chat_format, "template (the tokenizer's own), chatml, deepseek-r1 or gemma")
       ->capture_default_str();
   app.add_option("--chat-template", chat_template_file, "a Jinja chat template file to use instead");
   app.add_flag("--no-generation-prompt", no_gen, "with --chat: do not open the assistant's turn");
@@ -208,6 +218,11 @@ int main(int argc, char** argv) {
       symbol among the word's symbols at that moment (0 = first)
       with --steps, the next line is the word's symbols after that merge
   => id "piece" | ...: the word's final tokens
+A SentencePiece tokenizer (a GGUF whose tokenizer.ggml.model is "llama": Gemma 3) has no words:
+  the text between special tokens is one [i], its symbols are its characters ("▁" is a space),
+  and each merge shows "score S" instead of a rank: the pair whose joined text is the token of the
+  highest score is merged first (ties: the leftmost). "byte fallback: "c" is no token -> <0xNN> ...":
+  a character no token spells, written as one token per byte.
   vocabulary strings, "their bytes add up to": only when a token holds part of a character:
       the tokens as the vocabulary writes them, and the text all their bytes make together
 --train output, per merge: rank (0 = first learned), count (how often the pair occurs in the

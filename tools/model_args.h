@@ -34,7 +34,7 @@ struct ModelArgs {
     app.add_option("--prompt-ids", prompt_ids, "a prompt as token ids, e.g. 1,2,3 (repeat for more prompts)");
     app.add_option("--prompt", prompts, "a prompt as text, encoded by the model's tokenizer (repeat for more)");
     app.add_flag("--chat", chat, "wrap each --prompt as a user message in the chat template");
-    app.add_option("--chat-format", chat_format, "template (the tokenizer's own), chatml or deepseek-r1")
+    app.add_option("--chat-format", chat_format, "template (the tokenizer's own), chatml, deepseek-r1 or gemma")
         ->capture_default_str();
     app.add_option("--pad-id", pad_override, "pad token id (default: generation_config/config, else eos)")
         ->check(CLI::NonNegativeNumber);   // -1 was taken as "not given"

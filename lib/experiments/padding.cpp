@@ -114,6 +114,13 @@ std::string sentence_for(const PaddingRow& row, const ModeRow& mr, int b, int64_
         return rb + "next token read at its own last real token (column " + std::to_string(len - 1) +
                ") and new tokens positioned from " + std::to_string(len) + ": matches its solo run (the " +
                std::to_string(pads) + " pads in between stay masked)";
+      // A sliding window (Gemma 3) counts columns: a new token written after the pads sees the
+      // window's columns, pads among them, and loses real tokens it would see alone.
+      if (m.cfg().sliding_window > 0 && P > m.cfg().sliding_window - 1)
+        return rb + "right padding " + departs() + ": its new tokens sit after its " + std::to_string(pads) +
+               " pads, from column " + std::to_string(P) + ", and a sliding layer reads only the last " +
+               std::to_string(m.cfg().sliding_window) + " columns, pads included (alone: the last " +
+               std::to_string(m.cfg().sliding_window) + " tokens); " + token_note();
       return rb + "right padding read at the last real token should match, yet it " + departs() + "; " + token_note();
     case PaddingMode::LeftColpos: {
       // Untraced hooks have no error to report: say so rather than print a 0 nobody measured.

@@ -10,9 +10,12 @@
 #include <set>
 #include <stdexcept>
 
+#include "io/format_number.h"
 #include "report/saliency.h"
 #include "tokenizer/ids_text.h"
+#include "tokenizer/sentencepiece.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
 #include "trace/hooks.h"
 
 namespace lmscope {
@@ -163,9 +166,23 @@ json token_section(Ctx& c, int64_t B) {
         std::vector<std::string> lt = c.tr.read_strings(g + "merges/left_text");
         std::vector<std::string> rt = c.tr.read_strings(g + "merges/right_text");
         std::vector<std::string> mt = c.tr.read_strings(g + "merges/merged_text");
+        // SentencePiece (encode_trace.h): the score that chose each merge.
+        std::vector<double> score;
+        if (c.tr.has_dataset(g + "merges/score")) score = c.tr.read_dataset(g + "merges/score").values;
         for (size_t m = 0; m < mw.size() && m < lt.size() && m < rt.size() && m < mt.size(); ++m) {
           const int32_t w = mw[m];
-          if (w >= 0 && size_t(w) < jw.size()) jw[w]["merges"].push_back(lt[m] + " + " + rt[m] + " \u2192 " + mt[m]);
+          std::string merge = lt[m] + " + " + rt[m] + " \u2192 " + mt[m];
+          if (m < score.size()) merge += "  (score " + fmt("%g", score[m]) + ")";
+          if (w >= 0 && size_t(w) < jw.size()) jw[w]["merges"].push_back(merge);
+        }
+      }
+      if (c.tr.has_dataset(g + "byte_fallback/word")) {   // SentencePiece: characters spelled by bytes
+        const std::vector<int32_t> fw = c.tr.read_ints(g + "byte_fallback/word");
+        const std::vector<std::string> ft = c.tr.read_strings(g + "byte_fallback/text");
+        for (size_t i = 0; i < fw.size() && i < ft.size(); ++i) {
+          if (fw[i] < 0 || size_t(fw[i]) >= jw.size()) continue;
+          jw[size_t(fw[i])]["merges"].push_back("byte fallback: " + utf8::readable(ft[i]) + " is no token \u2192 " +
+                                                tok::byte_token_names(ft[i]));
         }
       }
       row["words"] = jw;

@@ -592,9 +592,10 @@ std::string render_merges_page(const EncodeTrace& tr, const std::function<std::s
     o << ": symbols";
     for (int32_t id : w.symbols) o << " [" << t(id) << "]";
     o << "\n";
-    for (const MergeStep& m : w.merges)
-      o << "    merge rank " << fmt("%-6.0f", double(m.rank)) << " [" << t(m.left) << "] + [" << t(m.right) << "] -> ["
-        << t(m.merged) << "]\n";
+    for (const MergeStep& m : w.merges)   // SentencePiece: chosen by the merged token's score, not a rank
+      o << (tr.by_score ? "    merge score " + fmt("%-6g", double(m.score)) : "    merge rank " + fmt("%-6.0f", double(m.rank)))
+        << " [" << t(m.left) << "] + [" << t(m.right) << "] -> [" << t(m.merged) << "]\n";
+    for (const std::string& c : w.byte_fallback) o << "    byte fallback: \"" << printable_label(c) << "\" is no token\n";
     o << "    ids:";
     for (int32_t id : w.ids) o << " " << id;
     o << "\n";

@@ -13,7 +13,7 @@ namespace lmscope::tok {
 
 namespace {
 
-const char* kFormatHint = "choose a built-in format with --chat-format chatml or --chat-format deepseek-r1";
+const char* kFormatHint = "choose a built-in format with --chat-format chatml, deepseek-r1 or gemma";
 
 void check_roles(const std::vector<ChatMessage>& messages, const char* format) {
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -69,7 +69,8 @@ ChatFormat parse_chat_format(const std::string& name) {
   if (name == "template") return ChatFormat::Template;
   if (name == "chatml") return ChatFormat::ChatML;
   if (name == "deepseek-r1") return ChatFormat::DeepSeekR1;
-  throw std::runtime_error("--chat-format: unknown format '" + name + "' (template, chatml, deepseek-r1)");
+  if (name == "gemma") return ChatFormat::Gemma;
+  throw std::runtime_error("--chat-format: unknown format '" + name + "' (template, chatml, deepseek-r1, gemma)");
 }
 
 const char* chat_format_name(ChatFormat f) {
@@ -77,6 +78,7 @@ const char* chat_format_name(ChatFormat f) {
     case ChatFormat::Template: return "template";
     case ChatFormat::ChatML: return "chatml";
     case ChatFormat::DeepSeekR1: return "deepseek-r1";
+    case ChatFormat::Gemma: return "gemma";
   }
   return "?";
 }
@@ -129,6 +131,13 @@ std::string render_chat_template(const std::string& template_text, const std::ve
   }
 }
 
+const std::string& gemma3_chat_template() {
+  static const std::string text =
+#include "gemma3_chat_template.inc"
+      ;
+  return text;
+}
+
 // A built-in format writes its special tokens as text, and the encoder makes each of them one
 // id only where the vocabulary has it; elsewhere it would be split into pieces without a word.
 static void require_single_tokens(const Tokenizer& t, ChatFormat format, std::initializer_list<const char*> tokens) {
@@ -148,6 +157,9 @@ std::string format_chat(const Tokenizer& t, const std::vector<ChatMessage>& mess
     case ChatFormat::DeepSeekR1:
       require_single_tokens(t, format, {"<｜User｜>", "<｜Assistant｜>", "<｜end▁of▁sentence｜>"});
       return deepseek_r1(messages, add_generation_prompt, t.special_token_strings());
+    case ChatFormat::Gemma:
+      require_single_tokens(t, format, {"<start_of_turn>", "<end_of_turn>"});
+      return render_chat_template(gemma3_chat_template(), messages, add_generation_prompt, t.special_token_strings());
     case ChatFormat::Template:
       return render_chat_template(template_text.empty() ? t.chat_template() : template_text, messages,
                                   add_generation_prompt, t.special_token_strings());

@@ -6,6 +6,11 @@
 //   ChatFormat::ChatML      <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n
 //   ChatFormat::DeepSeekR1  {bos}{system}<｜User｜>{user}<｜Assistant｜>{answer}<｜end▁of▁sentence｜>
 //                           ... <｜Assistant｜><think>\n
+//   ChatFormat::Gemma       Gemma 3's own template (chat_templates/gemma3.jinja, run by lib/jinja):
+//                           {bos}<start_of_turn>user\n{system}\n\n{user}<end_of_turn>\n
+//                           <start_of_turn>model\n{answer}<end_of_turn>\n ... <start_of_turn>model\n
+//                           (the system prompt merged into the first user turn; "model" for the
+//                           assistant; roles must alternate), for a Gemma file without a template
 #pragma once
 #include <map>
 #include <string>
@@ -20,9 +25,9 @@ struct ChatMessage {
   std::string content;
 };
 
-enum class ChatFormat { Template, ChatML, DeepSeekR1 };
+enum class ChatFormat { Template, ChatML, DeepSeekR1, Gemma };
 
-// "template", "chatml", "deepseek-r1"; anything else is an error naming --chat-format.
+// "template", "chatml", "deepseek-r1", "gemma"; anything else is an error naming --chat-format.
 ChatFormat parse_chat_format(const std::string& name);
 const char* chat_format_name(ChatFormat f);
 
@@ -38,6 +43,11 @@ std::string render_chat_template(const std::string& template_text, const std::ve
 
 // The prompt for `messages` in the chosen format. Template: `template_text` when given,
 // else the tokenizer's chat_template().
+// Gemma 3's chat template: the chat_template of google/gemma-3-270m-it's tokenizer_config.json
+// (huggingface.co/google/gemma-3-270m-it; the same in every Gemma 3 -it model), as
+// lib/tokenizer/chat_templates/gemma3.jinja carries it.
+const std::string& gemma3_chat_template();
+
 std::string format_chat(const Tokenizer& t, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                         ChatFormat format = ChatFormat::Template, const std::string& template_text = "");
 

@@ -52,14 +52,17 @@ std::string trace_to_json(const tok::Tokenizer& t, const EncodeTrace& trace, int
                         {"left_id", m.left},
                         {"right_id", m.right},
                         {"merged_id", m.merged}});
+      if (trace.by_score) merges.back()["score"] = m.score;
     }
     jw["merges"] = std::move(merges);
     jw["ids"] = w.ids;
     jw["pieces"] = shown(w.ids);
     if (w.whole_word) jw["whole_word"] = true;
+    if (trace.by_score) jw["byte_fallback"] = w.byte_fallback;
     words.push_back(std::move(jw));
   }
   j["words"] = std::move(words);
+  if (trace.by_score) j["by_score"] = true;
   return j.dump(indent, ' ', false, json::error_handler_t::replace);
 }
 
@@ -71,6 +74,9 @@ void write_tokenizer_trace(TraceWriter& w, int row, const EncodeTrace& trace, co
   std::vector<int32_t> word_ids{0}, symbols, word_symbols{0};
   std::vector<int32_t> m_word, m_step, m_left, m_right, m_merged, m_rank, m_pos;
   std::vector<std::string> m_left_text, m_right_text, m_merged_text;
+  std::vector<float> m_score;
+  std::vector<int32_t> fallback_word;
+  std::vector<std::string> fallback_text;
   for (size_t wi = 0; wi < trace.words.size(); ++wi) {
     const WordTrace& wt = trace.words[wi];
     words.push_back(wt.text);
@@ -90,6 +96,11 @@ void write_tokenizer_trace(TraceWriter& w, int row, const EncodeTrace& trace, co
       m_left_text.push_back(t.token_display(m.left));
       m_right_text.push_back(t.token_display(m.right));
       m_merged_text.push_back(t.token_display(m.merged));
+      m_score.push_back(m.score);
+    }
+    for (const std::string& c : wt.byte_fallback) {
+      fallback_word.push_back(int32_t(wi));
+      fallback_text.push_back(c);
     }
   }
   for (int32_t id : trace.ids) pieces.push_back(t.token_display(id));
@@ -112,6 +123,11 @@ void write_tokenizer_trace(TraceWriter& w, int row, const EncodeTrace& trace, co
   w.write_root_strings(g + "merges/left_text", n(m_left_text.size()), m_left_text);
   w.write_root_strings(g + "merges/right_text", n(m_right_text.size()), m_right_text);
   w.write_root_strings(g + "merges/merged_text", n(m_merged_text.size()), m_merged_text);
+  if (trace.by_score) {   // SentencePiece: what chose each merge, and the characters spelled by bytes
+    w.write_root_dataset(g + "merges/score", n(m_score.size()), m_score.data());
+    w.write_root_dataset(g + "byte_fallback/word", n(fallback_word.size()), fallback_word.data());
+    w.write_root_strings(g + "byte_fallback/text", n(fallback_text.size()), fallback_text);
+  }
 }
 
 bool read_tokenizer_trace(const TraceReader& r, int row, EncodeTrace& out) {
@@ -146,6 +162,23 @@ bool read_tokenizer_trace(const TraceReader& r, int row, EncodeTrace& out) {
       if (mw[m] < 0 || size_t(mw[m]) >= out.words.size()) throw bad("merges/word");
       if (m >= left.size() || m >= right.size() || m >= merged.size() || m >= rank.size() || m >= pos.size()) throw bad("merges/*");
       out.words[size_t(mw[m])].merges.push_back(MergeStep{left[m], right[m], merged[m], rank[m], pos[m]});
+    }
+  }
+  if (r.has_dataset(g + "merges/score")) {
+    out.by_score = true;
+    const std::vector<double> score = r.read_dataset(g + "merges/score").values;
+    size_t m = 0;
+    for (WordTrace& wt : out.words)
+      for (MergeStep& ms : wt.merges) {
+        if (m >= score.size()) throw bad("merges/score");
+        ms.score = float(score[m++]);
+      }
+    const std::vector<int32_t> fw = ints("byte_fallback/word");
+    const std::vector<std::string> ft = r.read_strings(g + "byte_fallback/text");
+    if (ft.size() != fw.size()) throw bad("byte_fallback/text");
+    for (size_t i = 0; i < fw.size(); ++i) {
+      if (fw[i] < 0 || size_t(fw[i]) >= out.words.size()) throw bad("byte_fallback/word");
+      out.words[size_t(fw[i])].byte_fallback.push_back(ft[i]);
     }
   }
   for (WordTrace& wt : out.words)

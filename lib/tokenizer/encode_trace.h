@@ -3,6 +3,11 @@
 // symbols, every merge in the order HF applies it, and the ids.
 //
 //   " world" -> symbols [Ġ w o r l d] -> (o,r) rank 10 -> (Ġ,w) rank 34 -> ... -> [Ġworld]
+//
+// A SentencePiece tokenizer (tokenizer/sentencepiece.h) has no words and no merge list: the
+// text between special tokens is one "word" whose symbols are its characters, each merge is
+// chosen by the score of the token it makes (by_score; rank is -1), and a character no token
+// spells is written as its bytes ("<0xF0>" ...: byte_fallback).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -23,6 +28,7 @@ struct MergeStep {
   int32_t merged = 0;     // id of left+right
   int32_t rank = 0;       // index of the merge in tokenizer.json (lower = applied first)
   int32_t position = 0;   // index of the left symbol in the word's symbols at that moment
+  float score = 0.0f;     // SentencePiece: the merged token's score (higher = merged first)
 };
 
 struct WordTrace {
@@ -37,12 +43,16 @@ struct WordTrace {
   std::vector<MergeStep> merges;   // in the order applied
   std::vector<int32_t> ids;        // final ids of this word
   bool whole_word = false;         // ignore_merges: the word was in the vocab as it is
+  // SentencePiece: the characters no token spells, in text order; each is written as its
+  // bytes (one symbol per byte in `symbols`, one "<0xNN>" id per byte in `ids`).
+  std::vector<std::string> byte_fallback;
 };
 
 struct EncodeTrace {
   std::string text;                // the input
   std::vector<WordTrace> words;    // in text order; their ids concatenated == ids
   std::vector<int32_t> ids;
+  bool by_score = false;           // SentencePiece: merges chosen by score, not by rank
 
   void clear() { *this = EncodeTrace(); }
 };
@@ -51,7 +61,8 @@ const char* kind_name(WordTrace::Kind k);   // "bpe", "added", "post"
 
 // The trace as JSON text (lmscope-bpe --json): {"text", "ids", "tokens", "words": [{"text",
 // "kind", "symbols", "merges": [{"left","right","merged","rank","position","left_id",...}],
-// "ids", "tokens"}]}. Token strings are shown readably (byte_level_display).
+// "ids", "tokens"}]}. Token strings are shown readably (byte_level_display). A SentencePiece
+// trace adds "by_score": true, each merge's "score" and each word's "byte_fallback".
 std::string trace_to_json(const tok::Tokenizer& t, const EncodeTrace& trace, int indent = -1);
 
 // Writes /tokenizer/row_<row>/ (docs/trace-format.md, "Tokenizer").

@@ -7,6 +7,7 @@
 
 #include "io/gguf.h"
 #include "tokenizer/gguf_vocab.h"
+#include "tokenizer/sentencepiece.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -156,7 +157,7 @@ GgufTokenizerSpec gguf_tokenizer_spec(const GgufFile& f) {
   if (!f.has(kModel)) fail_key(f, kModel, "is missing: the file carries no tokenizer");
   const std::string model = f.get_string(kModel);
   if (model != "gpt2")
-    fail_key(f, kModel, "is " + squote(model) + ": only byte-level BPE ('gpt2') tokenizers are supported");
+    fail_key(f, kModel, "is " + squote(model) + ": only byte-level BPE ('gpt2') and SentencePiece ('llama') tokenizers are supported");
   spec.pre = f.get_string(kPre, "");
   const std::string pre_name = spec.pre.empty() ? "default" : spec.pre;
   const PreKind* kind = find_pre(pre_name);
@@ -273,6 +274,7 @@ GgufTokenizerSpec gguf_tokenizer_spec(const GgufFile& f) {
 }
 
 Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
+  if (f.has(kModel) && f.get_string(kModel) == "llama") return from_sentencepiece(load_spm_vocab(f), f.path());
   GgufTokenizerSpec spec = gguf_tokenizer_spec(f);
   return from_json(spec.tokenizer_json, f.path(), spec.config, f.path());
 }

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <optional>
 #include <queue>
 #include <stdexcept>
 
 #include "io/gguf.h"
+#include "tokenizer/encode_trace.h"
 #include "tokenizer/gguf_vocab.h"
 
 namespace lmscope::tok {
@@ -44,9 +46,38 @@ struct ByScore {
   }
 };
 
-// Merges one fragment of escaped text (no user-defined token inside) and appends its ids.
-void encode_fragment(const SpmVocab& v, const std::string& text, std::vector<int>& out, std::vector<SpmMerge>* merges,
-                     std::vector<std::string>* byte_fallbacks) {
+// The trace of one fragment (encode_trace.h): the ids of its starting symbols and, for each
+// merge, where its left symbol stands among the symbols of that moment. A character no token
+// spells counts as one symbol per byte (its "<0xNN>" ids), as it will be written. The symbols
+// before a merge are counted with a Fenwick tree over the starting symbols' widths (a merged
+// symbol's right part becomes 0 wide), so a long text traces in O(n log n), not O(n^2).
+struct FragmentTrace {
+  const SpmVocab& v;
+  WordTrace& word;
+  std::vector<int64_t> tree;   // Fenwick tree: tree[i] sums a range of widths ending at symbol i - 1
+
+  void add(size_t symbol, int64_t delta) {
+    for (size_t i = symbol + 1; i < tree.size(); i += i & (~i + 1)) tree[i] += delta;
+  }
+  int64_t before(size_t symbol) const {   // the widths of symbols 0 .. symbol - 1
+    int64_t sum = 0;
+    for (size_t i = symbol; i > 0; i -= i & (~i + 1)) sum += tree[i];
+    return sum;
+  }
+
+  int id_of(const std::string& piece) const {
+    auto it = v.ids.find(piece);
+    if (it == v.ids.end())
+      throw std::runtime_error("sentencepiece: the merge trace needs every merged piece to be a token, and '" + piece +
+                               "' is not (a character no token spells, merged into a longer token)");
+    return it->second;
+  }
+  // Symbols the piece stands for in `word.symbols`: 1 for a token, else its bytes.
+  size_t width(const std::string& piece) const { return v.ids.count(piece) ? 1 : piece.size(); }
+};
+
+// Merges one fragment of escaped text (no control or user-defined token inside) and appends its ids.
+void encode_fragment(const SpmVocab& v, const std::string& text, std::vector<int>& out, WordTrace* word) {
   if (text.empty()) return;
   std::vector<Symbol> symbols;   // one per UTF-8 character to start with
   for (size_t at = 0; at < text.size();) {
@@ -66,13 +97,32 @@ void encode_fragment(const SpmVocab& v, const std::string& text, std::vector<int
   };
   for (int i = 1; i < int(symbols.size()); ++i) try_pair(i - 1, i);
 
+  std::optional<FragmentTrace> tr;
+  if (word) {
+    tr.emplace(FragmentTrace{v, *word, std::vector<int64_t>(symbols.size() + 1, 0)});
+    word->text = text;
+    for (size_t i = 0; i < symbols.size(); ++i) {
+      const std::string p = piece(symbols[i]);
+      tr->add(i, int64_t(tr->width(p)));
+      if (auto it = v.ids.find(p); it != v.ids.end()) word->symbols.push_back(it->second);
+      else
+        for (unsigned char c : p) word->symbols.push_back(v.byte_ids[c]);
+    }
+  }
+
   while (!queue.empty()) {
     const Bigram b = queue.top();
     queue.pop();
     Symbol& left = symbols[b.left];
     Symbol& right = symbols[b.right];
     if (left.n == 0 || right.n == 0 || left.n + right.n != b.size) continue;   // stale
-    if (merges) merges->push_back({piece(left), piece(right), b.score});
+    if (tr) {
+      const std::string l = piece(left), r = piece(right);
+      const int32_t position = int32_t(tr->before(size_t(b.left)));   // the symbols before the left one
+      word->merges.push_back(MergeStep{tr->id_of(l), tr->id_of(r), tr->id_of(l + r), -1, position, b.score});
+      // Both parts are tokens (id_of checked), 1 wide each; the merged symbol is 1 wide.
+      tr->add(size_t(b.right), -1);
+    }
     left.n += right.n;
     right.n = 0;
     left.next = right.next;
@@ -83,6 +133,7 @@ void encode_fragment(const SpmVocab& v, const std::string& text, std::vector<int
 
   // Every merged symbol is a token (only pairs that spell one merge); a single character that
   // no token spells is written as its bytes.
+  const size_t first_id = out.size();
   for (int i = 0; i != -1; i = symbols[i].next) {
     const std::string s = piece(symbols[i]);
     auto it = v.ids.find(s);
@@ -90,17 +141,15 @@ void encode_fragment(const SpmVocab& v, const std::string& text, std::vector<int
       out.push_back(it->second);
       continue;
     }
-    if (byte_fallbacks) byte_fallbacks->push_back(s);
+    if (word) word->byte_fallback.push_back(s);
     for (unsigned char c : s) {
-      if (v.byte_ids[c] < 0) {
-        char name[8];
-        std::snprintf(name, sizeof name, "<0x%02X>", c);
-        throw std::runtime_error(std::string("sentencepiece: byte fallback needs the token ") + name +
+      if (v.byte_ids[c] < 0)
+        throw std::runtime_error("sentencepiece: byte fallback needs the token " + byte_token_name(c) +
                                  ", which the vocabulary lacks");
-      }
       out.push_back(v.byte_ids[c]);
     }
   }
+  if (word) word->ids.assign(out.begin() + std::ptrdiff_t(first_id), out.end());
 }
 
 // Spaces as "▁" (U+2581, SentencePiece's escaped whitespace).
@@ -114,24 +163,73 @@ std::string escape_whitespace(const std::string& s) {
   return out;
 }
 
+// The byte a "<0xNN>" token stands for (NN two hex digits), -1 for any other text.
+int byte_of(const std::string& p) {
+  if (p.size() != 6 || p.compare(0, 3, "<0x") != 0 || p[5] != '>') return -1;
+  if (!std::isxdigit(static_cast<unsigned char>(p[3])) || !std::isxdigit(static_cast<unsigned char>(p[4]))) return -1;
+  return std::stoi(p.substr(3, 2), nullptr, 16);
+}
+
 }  // namespace
+
+std::string byte_token_name(unsigned char byte) {
+  char name[8];
+  std::snprintf(name, sizeof name, "<0x%02X>", byte);
+  return name;
+}
+
+std::string byte_token_names(const std::string& bytes) {
+  std::string out;
+  for (unsigned char b : bytes) {
+    if (!out.empty()) out += ' ';
+    out += byte_token_name(b);
+  }
+  return out;
+}
 
 void SpmVocab::index() {
   ids.clear();
   ids.reserve(pieces.size());
   std::fill(std::begin(byte_ids), std::end(byte_ids), -1);
-  user_defined.clear();
+  whole_tokens.clear();
   for (int i = 0; i < int(pieces.size()); ++i) {
     ids.emplace(pieces[i], i);   // the first id of a repeated text wins
-    const std::string& p = pieces[i];   // "<0xNN>", NN two upper-case hex digits
-    if (p.size() == 6 && p.compare(0, 3, "<0x") == 0 && p[5] == '>' && std::isxdigit(static_cast<unsigned char>(p[3])) &&
-        std::isxdigit(static_cast<unsigned char>(p[4])))
-      byte_ids[std::stoi(p.substr(3, 2), nullptr, 16)] = i;
-    if (i < int(types.size()) && types[i] == kUserDefined && !pieces[i].empty()) user_defined.push_back(i);
+    if (const int b = byte_of(pieces[i]); b >= 0) byte_ids[b] = i;
+    // llama.cpp's cache_special_tokens: control, user-defined and unknown tokens are matched whole.
+    const bool whole = i < int(types.size()) && (types[i] == kControl || types[i] == kUserDefined || types[i] == kUnknown);
+    if (whole && !pieces[i].empty()) whole_tokens.push_back(i);
   }
-  std::stable_sort(user_defined.begin(), user_defined.end(),
+  std::stable_sort(whole_tokens.begin(), whole_tokens.end(),
                    [&](int a, int b) { return pieces[a].size() > pieces[b].size(); });
 }
+
+std::string SpmVocab::token_bytes(int id) const {
+  const std::string& p = pieces.at(size_t(id));
+  if (const int b = byte_of(p); b >= 0 && byte_ids[b] == id) return std::string(1, char(b));
+  if (is_control(id)) return p;
+  std::string out;   // "▁" (E2 96 81) back to a space
+  for (size_t at = 0; at < p.size();) {
+    if (p.compare(at, 3, "\xE2\x96\x81") == 0) {
+      out += ' ';
+      at += 3;
+    } else {
+      out += p[at++];
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// The id a tokenizer.ggml.*_token_id key names, -1 when the file has none.
+int token_id_key(const GgufFile& f, const std::string& key, size_t n_tokens) {
+  if (!f.has(key)) return -1;
+  const int64_t id = f.get_int(key);
+  if (id < 0 || id >= int64_t(n_tokens)) fail_key(f, key, "= " + std::to_string(id) + " is outside the vocabulary");
+  return int(id);
+}
+
+}  // namespace
 
 SpmVocab load_spm_vocab(const GgufFile& f) {
   const std::string model_key = "tokenizer.ggml.model";
@@ -139,7 +237,12 @@ SpmVocab load_spm_vocab(const GgufFile& f) {
   if (f.get_string(model_key) != "llama")
     fail_key(f, model_key, "is '" + f.get_string(model_key) + "': not a SentencePiece ('llama') tokenizer");
   SpmVocab v;
+  if (!f.has("tokenizer.ggml.tokens")) fail_key(f, "tokenizer.ggml.tokens", "is missing: a SentencePiece tokenizer needs its vocabulary");
+  if (!f.has("tokenizer.ggml.scores")) fail_key(f, "tokenizer.ggml.scores", "is missing: SentencePiece merges by score");
   v.pieces = f.get_string_array("tokenizer.ggml.tokens");
+  if (v.pieces.empty()) fail_key(f, "tokenizer.ggml.tokens", "is empty");
+  if (v.pieces.size() > size_t(INT32_MAX / 2))
+    fail_key(f, "tokenizer.ggml.tokens", "has too many tokens (" + std::to_string(v.pieces.size()) + ")");
   const std::vector<double> scores = f.get_float_array("tokenizer.ggml.scores");
   if (scores.size() != v.pieces.size())
     fail_key(f, "tokenizer.ggml.scores", "has " + std::to_string(scores.size()) + " entries for " +
@@ -150,34 +253,37 @@ SpmVocab load_spm_vocab(const GgufFile& f) {
     if (types.size() != v.pieces.size())
       fail_key(f, "tokenizer.ggml.token_type", "has " + std::to_string(types.size()) + " entries for " +
                                                    std::to_string(v.pieces.size()) + " tokens");
+    for (size_t i = 0; i < types.size(); ++i)
+      if (types[i] < kUndefined || types[i] > kByte)
+        fail_key(f, "tokenizer.ggml.token_type", "[" + std::to_string(i) + "] is " + std::to_string(types[i]) +
+                                                     " (token types are 0..6: undefined, normal, unknown, control, user-defined, unused, byte)");
     v.types.assign(types.begin(), types.end());
   }
-  if (f.has("tokenizer.ggml.bos_token_id")) {
-    const int64_t bos = f.get_int("tokenizer.ggml.bos_token_id");
-    if (bos < 0 || bos >= int64_t(v.pieces.size()))
-      fail_key(f, "tokenizer.ggml.bos_token_id", "= " + std::to_string(bos) + " is outside the vocabulary");
-    v.bos = int(bos);
-  }
+  const size_t n = v.pieces.size();
+  v.bos = token_id_key(f, "tokenizer.ggml.bos_token_id", n);
+  v.eos = token_id_key(f, "tokenizer.ggml.eos_token_id", n);
+  v.unk = token_id_key(f, "tokenizer.ggml.unknown_token_id", n);
+  v.pad = token_id_key(f, "tokenizer.ggml.padding_token_id", n);
   v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token", true);
   v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix", true);   // llama.cpp's default
+  v.chat_template = f.get_string("tokenizer.chat_template", "");
   v.index();
   return v;
 }
 
-std::vector<int> spm_encode(const SpmVocab& v, const std::string& text, bool add_bos, std::vector<SpmMerge>* merges,
-                            std::vector<std::string>* byte_fallbacks) {
-  // Cut the user-defined tokens out of the text, the longest first (llama.cpp's
+std::vector<int> spm_encode(const SpmVocab& v, const std::string& text, bool add_bos, EncodeTrace* trace) {
+  // Cut the whole tokens out of the text, the longest first (llama.cpp's
   // tokenizer_st_partition): fragments are raw text, or a token id (text empty).
   struct Fragment {
     std::string text;
     int id = -1;
   };
   std::vector<Fragment> fragments = {{text, -1}};
-  for (int id : v.user_defined) {
+  for (int id : v.whole_tokens) {
     const std::string& t = v.pieces[id];
     std::vector<Fragment> next;
     for (Fragment& fr : fragments) {
-      if (fr.id >= 0) {
+      if (fr.id >= 0 || fr.text.find(t) == std::string::npos) {
         next.push_back(std::move(fr));
         continue;
       }
@@ -192,18 +298,30 @@ std::vector<int> spm_encode(const SpmVocab& v, const std::string& text, bool add
   }
 
   std::vector<int> out;
-  if (add_bos && v.bos >= 0) out.push_back(v.bos);
+  if (trace) {
+    trace->clear();
+    trace->text = text;
+    trace->by_score = true;
+  }
+  auto whole = [&](int id, WordTrace::Kind kind) {
+    out.push_back(id);
+    if (trace) trace->words.push_back(WordTrace{kind, v.pieces[size_t(id)], {}, {}, {id}, false, {}});
+  };
+  if (add_bos && v.bos >= 0) whole(v.bos, WordTrace::Kind::Post);
   bool after_token = true;   // a space prefix goes at the start and after a token
   for (const Fragment& fr : fragments) {
     if (fr.id >= 0) {
-      out.push_back(fr.id);
+      whole(fr.id, WordTrace::Kind::Added);
       after_token = true;
       continue;
     }
     const std::string raw = (v.add_space_prefix && after_token ? " " : "") + fr.text;
-    encode_fragment(v, escape_whitespace(raw), out, merges, byte_fallbacks);
+    WordTrace* word = nullptr;
+    if (trace) word = &trace->words.emplace_back();
+    encode_fragment(v, escape_whitespace(raw), out, word);
     after_token = false;
   }
+  if (trace) trace->ids.assign(out.begin(), out.end());
   return out;
 }
 

@@ -2,9 +2,10 @@
 // Llama 2): no regex pre-tokenizer; spaces become "▁" (U+2581); the text starts as one symbol per
 // UTF-8 character and the adjacent pair whose joined text is a token of the highest score is
 // merged first (ties: the leftmost), again and again; a character no token spells falls back to
-// its bytes, the tokens "<0xNN>". User-defined tokens (Gemma's runs of newlines and tabs) are cut
-// out of the text first, longest first, as llama.cpp and HF's added tokens do. The same
-// algorithm as llama.cpp's llm_tokenizer_spm (src/llama-vocab.cpp).
+// its bytes, the tokens "<0xNN>". Control and user-defined tokens (Gemma's <start_of_turn>, its
+// runs of newlines and tabs) are cut out of the text first, longest first, as llama.cpp does with
+// parse_special and HF does with its added tokens. The same algorithm as llama.cpp's
+// llm_tokenizer_spm (src/llama-vocab.cpp). Tokenizer::from_gguf wraps it (tokenizer.h).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -13,6 +14,7 @@
 
 namespace lmscope {
 class GgufFile;
+struct EncodeTrace;
 }
 
 namespace lmscope::tok {
@@ -26,26 +28,31 @@ struct SpmVocab {
   int bos = -1;
   bool add_bos = true;
   bool add_space_prefix = false;     // tokenizer.ggml.add_space_prefix (Gemma: false)
-  std::vector<int> user_defined;     // ids of type 4, longest text first
+  std::vector<int> whole_tokens;     // ids of type 3 and 4 (control, user-defined), longest text first
+  int eos = -1, unk = -1, pad = -1;  // tokenizer.ggml.{eos,unknown,padding}_token_id; -1: none
+  std::string chat_template;         // tokenizer.chat_template; "" when none
 
-  // Builds ids, byte_ids and user_defined from pieces and types.
+  // Builds ids, byte_ids and whole_tokens from pieces and types.
   void index();
+  bool is_control(int id) const { return id >= 0 && id < int(types.size()) && types[id] == 3; }
+  // The bytes a token stands for: "▁" is a space, "<0xNN>" the byte NN, any other token its text.
+  std::string token_bytes(int id) const;
 };
 
-// Reads tokenizer.ggml.{tokens,scores,token_type,bos_token_id,add_bos_token,add_space_prefix}.
-// Throws std::runtime_error naming the file and key when one is missing or malformed, or when
-// tokenizer.ggml.model is not "llama".
+// "<0xNN>": the token that stands for byte NN (byte fallback).
+std::string byte_token_name(unsigned char byte);
+// "<0xF0> <0x9F> <0x8D> <0x95>": the byte tokens of a character no token spells.
+std::string byte_token_names(const std::string& bytes);
+
+// Reads tokenizer.ggml.{tokens,scores,token_type,bos/eos/unknown/padding_token_id,add_bos_token,
+// add_space_prefix} and tokenizer.chat_template. Throws std::runtime_error naming the file and key
+// when one is missing or malformed, or when tokenizer.ggml.model is not "llama".
 SpmVocab load_spm_vocab(const GgufFile& f);
 
-// One merge, in the order made: the two pieces joined and the score that chose them.
-struct SpmMerge {
-  std::string left, right;
-  float score;
-};
-
-// The ids of `text` (UTF-8), BOS first when add_bos and the vocabulary has one. `merges`, when
-// given, receives every merge made, in order; `byte_fallbacks` every character spelled by bytes.
-std::vector<int> spm_encode(const SpmVocab& v, const std::string& text, bool add_bos,
-                            std::vector<SpmMerge>* merges = nullptr, std::vector<std::string>* byte_fallbacks = nullptr);
+// The ids of `text` (UTF-8), BOS first when add_bos and the vocabulary has one. `trace`, when
+// given, receives what was done (encode_trace.h): BOS and each whole token as a word of its
+// own, each stretch of text between them as one word with its characters, every merge in the
+// order made with the score that chose it, and the characters spelled by bytes.
+std::vector<int> spm_encode(const SpmVocab& v, const std::string& text, bool add_bos, EncodeTrace* trace = nullptr);
 
 }  // namespace lmscope::tok

@@ -10,6 +10,8 @@
 #include "io/gguf.h"
 #include "io/json_error.h"
 #include "io/regular_file.h"
+#include "tokenizer/gguf_vocab.h"
+#include "tokenizer/sentencepiece.h"
 #include "tokenizer/utf8.h"
 
 namespace lmscope::tok {
@@ -133,6 +135,23 @@ Tokenizer Tokenizer::from_json(const nlohmann::json& tj, const std::string& labe
   return t;
 }
 
+Tokenizer Tokenizer::from_sentencepiece(SpmVocab vocab, const std::string& label) {
+  Tokenizer t;
+  t.source_ = label;
+  t.vocab_size_ = int32_t(vocab.pieces.size());
+  for (const auto& [key, id] : std::vector<std::pair<std::string, int>>{
+           {"bos_token", vocab.bos}, {"eos_token", vocab.eos}, {"unk_token", vocab.unk}, {"pad_token", vocab.pad}})
+    if (id >= 0) t.special_strings_[key] = vocab.pieces[size_t(id)];
+  t.bos_id_ = vocab.bos;
+  t.eos_id_ = vocab.eos;
+  t.pad_id_ = vocab.pad;
+  for (int id = 0; id < t.vocab_size_; ++id)
+    if (vocab.is_control(id)) t.special_contents_.insert(vocab.pieces[size_t(id)]);
+  t.chat_template_ = vocab.chat_template;
+  t.spm_ = std::make_shared<const SpmVocab>(std::move(vocab));
+  return t;
+}
+
 // ---- encoding ---------------------------------------------------------------------------
 
 void Tokenizer::encode_text(std::string_view piece, std::vector<int32_t>& ids, EncodeTrace* trace) const {
@@ -157,6 +176,10 @@ void Tokenizer::encode_text(std::string_view piece, std::vector<int32_t>& ids, E
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, EncodeTrace* trace) const {
   utf8::check(text, "input text");
+  if (spm_) {
+    const std::vector<int> ids = spm_encode(*spm_, std::string(text), add_special && spm_->add_bos, trace);
+    return std::vector<int32_t>(ids.begin(), ids.end());
+  }
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 4);
   if (trace) {
@@ -208,28 +231,56 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
 // ---- decoding ---------------------------------------------------------------------------
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
+  if (spm_) {
+    auto it = spm_->ids.find(std::string(token));
+    if (it == spm_->ids.end()) return std::nullopt;
+    return it->second;
+  }
   if (const AddedToken* a = added_.by_content(token)) return a->id;
   return bpe_.token_to_id(token);
 }
 
 const std::string& Tokenizer::token_text(int32_t id) const {
+  if (spm_ && id >= 0 && id < vocab_size_) return spm_->pieces[size_t(id)];
   if (const AddedToken* a = added_.by_id(id)) return a->text;
   if (const std::string* s = bpe_.id_to_token(id)) return *s;
   throw std::out_of_range("token id " + std::to_string(id) + " is not in the vocabulary (ids 0.." +
                           std::to_string(vocab_size_ - 1) + ")");
 }
 
+bool Tokenizer::is_added(int32_t id) const {
+  if (spm_) {   // matched whole in the text: control and user-defined tokens
+    if (id < 0 || id >= int32_t(spm_->types.size())) return false;
+    const int type = spm_->types[size_t(id)];
+    return type == kControl || type == kUserDefined;
+  }
+  return added_.by_id(id) != nullptr;
+}
+
 bool Tokenizer::is_special(int32_t id) const {
+  if (spm_) return spm_->is_control(id);
   if (const AddedToken* a = added_.by_id(id)) return a->special;
   const std::string* s = bpe_.id_to_token(id);
   return s && special_contents_.count(*s);
 }
 
-std::string Tokenizer::token_bytes(int32_t id) const { return decoder_.token_bytes(token_text(id)); }
+std::string Tokenizer::token_bytes(int32_t id) const {
+  if (spm_) {
+    token_text(id);   // an id outside the vocabulary throws, as for BPE
+    return spm_->token_bytes(id);
+  }
+  return decoder_.token_bytes(token_text(id));
+}
 
 std::string Tokenizer::token_display(int32_t id) const { return utf8::readable(token_bytes(id)); }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special) const {
+  if (spm_) {   // the bytes of each token, then one lossy UTF-8 pass (llama.cpp's detokenize)
+    std::string bytes;
+    for (int32_t id : ids)
+      if (!(skip_special && is_special(id))) bytes += token_bytes(id);
+    return utf8::lossy(bytes);
+  }
   std::vector<const std::string*> tokens;
   tokens.reserve(ids.size());
   for (int32_t id : ids) {
@@ -242,6 +293,10 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
 }
 
 IncrementalDecoder Tokenizer::incremental_decoder(bool skip_special) const {
+  if (spm_)
+    return IncrementalDecoder([this, skip_special](int32_t id, std::string& out) {
+      if (!(skip_special && is_special(id))) out += token_bytes(id);
+    });
   if (!decoder_.byte_level()) throw std::runtime_error(source_ + ": incremental decoding needs a ByteLevel decoder");
   return IncrementalDecoder([this, skip_special](int32_t id, std::string& out) {
     const std::string& s = token_text(id);
@@ -255,6 +310,20 @@ std::string Tokenizer::describe() const {
   for (const AddedToken& a : added_.tokens()) n_special += a.special;
   auto id_str = [this](int32_t id) { return id < 0 ? std::string("none") : std::to_string(id) + " " + token_text(id); };
   std::ostringstream s;
+  if (spm_) {
+    size_t n_bytes = 0;
+    for (int b : spm_->byte_ids) n_bytes += b >= 0;
+    s << "model:          SentencePiece BPE (GGUF 'llama'), " << vocab_size_ << " ids, merged by score\n"
+      << "whole tokens:   " << spm_->whole_tokens.size() << " (control and user-defined, cut out first; "
+      << special_contents_.size() << " control = special)\n"
+      << "spaces:         '\xE2\x96\x81' (U+2581)" << (spm_->add_space_prefix ? ", a space put before the text" : "") << "\n"
+      << "byte fallback:  " << n_bytes << " <0xNN> tokens\n"
+      << "post-processor: " << (spm_->add_bos && bos_id_ >= 0 ? "BOS first (add_bos_token)" : "none") << "\n"
+      << "bos / eos / pad: " << id_str(bos_id_) << " / " << id_str(eos_id_) << " / " << id_str(pad_id_) << "\n"
+      << "chat template:  " << (chat_template_.empty() ? "none" : std::to_string(chat_template_.size()) + " characters")
+      << "\n";
+    return s.str();
+  }
   s << "model:          BPE, " << bpe_.vocab_size() << " ids, " << bpe_.merge_count() << " merges"
     << (bpe_.ignore_merges() ? ", ignore_merges" : "") << "\n"
     << "added tokens:   " << added_.tokens().size() << " (" << n_special << " special)\n"

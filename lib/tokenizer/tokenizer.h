@@ -8,9 +8,14 @@
 //
 //   Tokenizer t = Tokenizer::load("golden/tokenizers/qwen-bpe");
 //   t.encode("中华人民共和国成立于 1949 年。")   // -> 11 ids: 中华人民 共和国 成立于 " " 1 9 4 9 ...
+//
+// A GGUF file whose tokenizer.ggml.model is "llama" (Gemma 3) carries a SentencePiece BPE
+// instead: the Tokenizer then runs tokenizer/sentencepiece.h (merges by score, "▁" for spaces,
+// byte fallback) behind the same interface.
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +36,8 @@ class GgufFile;
 
 namespace lmscope::tok {
 
+struct SpmVocab;
+
 class Tokenizer {
  public:
   // A directory (tokenizer.json, plus tokenizer_config.json and chat_template.jinja when
@@ -39,9 +46,14 @@ class Tokenizer {
   // Errors are one line naming the file and, for a bad field, the field:
   //   "<dir>/tokenizer.json: model.merges[12]: token 'xy' is not in the vocabulary"
   static Tokenizer load(const std::string& path_or_dir);
-  // The tokenizer of a GGUF file's tokenizer.ggml.* metadata, built as the equivalent
-  // tokenizer.json would be (lib/tokenizer/gguf_tokenizer.h); errors name the key.
+  // The tokenizer of a GGUF file's tokenizer.ggml.* metadata: byte-level BPE ("gpt2") built as
+  // the equivalent tokenizer.json would be (lib/tokenizer/gguf_tokenizer.h), or SentencePiece
+  // ("llama", from_sentencepiece); errors name the key.
   static Tokenizer from_gguf(const GgufFile& file);
+  // A SentencePiece vocabulary (tokenizer/sentencepiece.h): encode adds BOS when add_special and
+  // the file's add_bos_token say so; control tokens are the special ones; decode turns "▁" into
+  // a space and "<0xNN>" into its byte. `label` names the source in errors.
+  static Tokenizer from_sentencepiece(SpmVocab vocab, const std::string& label);
   // From parsed JSON; `label` names the source in errors. `config` is tokenizer_config.json
   // (null if none).
   static Tokenizer from_json(const nlohmann::json& tokenizer_json, const std::string& label,
@@ -66,7 +78,8 @@ class Tokenizer {
   std::string token_bytes(int32_t id) const;
   std::string token_display(int32_t id) const;
   bool is_special(int32_t id) const;
-  bool is_added(int32_t id) const { return added_.by_id(id) != nullptr; }
+  bool is_added(int32_t id) const;
+  bool is_sentencepiece() const { return spm_ != nullptr; }
 
   // From tokenizer_config.json ("bos_token" etc. resolved to ids); -1 when not set.
   int32_t bos_id() const { return bos_id_; }
@@ -79,7 +92,8 @@ class Tokenizer {
   const std::string& chat_template() const { return chat_template_; }
 
   const std::string& source() const { return source_; }
-  // One line per component: model, normalizer, pre-tokenizer, post-processor, decoder.
+  // One line per component: model, normalizer, pre-tokenizer, post-processor, decoder (a
+  // SentencePiece tokenizer: its model, whole tokens, BOS and decoding).
   std::string describe() const;
   const Bpe& model() const { return bpe_; }
   const AddedTokens& added_tokens() const { return added_; }
@@ -99,6 +113,7 @@ class Tokenizer {
   int32_t bos_id_ = -1, eos_id_ = -1, pad_id_ = -1;
   std::map<std::string, std::string> special_strings_;
   std::string chat_template_;
+  std::shared_ptr<const SpmVocab> spm_;   // set: a SentencePiece tokenizer (bpe_ etc. unused)
 };
 
 }  // namespace lmscope::tok

@@ -131,7 +131,7 @@ class Model:
     def apply_chat_template(self, messages: Sequence[dict], add_generation_prompt: bool = True,
                             format: str = "template") -> str:
         """The prompt text for [{"role": ..., "content": ...}, ...]: the tokenizer's own template
-        (format "template"), or "chatml" / "deepseek-r1"."""
+        (format "template"), or "chatml" / "deepseek-r1" / "gemma" (Gemma 3's template)."""
         return self._engine.chat([(m["role"], m["content"]) for m in messages], add_generation_prompt, format)
 
     # ---- weights -----------------------------------------------------------------------------

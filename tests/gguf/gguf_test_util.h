@@ -68,6 +68,13 @@ class Writer {
     for (int32_t e : v) put(p, &e, 4);
     kv_raw(k, ARRAY, p);
   }
+  void kv_f32_array(const std::string& k, const std::vector<float>& v) {   // tokenizer.ggml.scores
+    std::string p;
+    u32(p, F32);
+    u64(p, v.size());
+    for (float e : v) f32(p, e);
+    kv_raw(k, ARRAY, p);
+  }
 
   void tensor(Tensor t) { tensors_.push_back(std::move(t)); }
   void tensor_f32(const std::string& name, std::vector<uint64_t> ne, const std::vector<float>& v) {

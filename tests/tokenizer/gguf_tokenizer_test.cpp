@@ -391,8 +391,38 @@ TEST(GgufTokenizerErrors, UnknownPreAndModelAreRefusedByName) {
   testing_util::TempDir tmp;
   std::string p = small_gguf(tmp, [](ggtest::Writer& w) { w.kv_str("tokenizer.ggml.pre", "falcon"); });
   expect_error(load_error(p), {p, "'tokenizer.ggml.pre'", "'falcon'", "supported", "smollm", "qwen2", "llama-bpe"});
+  p = small_gguf(tmp, [](ggtest::Writer& w) { w.kv_str("tokenizer.ggml.model", "rwkv"); }, true, true, false);
+  expect_error(load_error(p), {p, "'tokenizer.ggml.model'", "'rwkv'", "gpt2", "llama"});
+  // SentencePiece ("llama") merges by score: a file without scores is refused by that key.
   p = small_gguf(tmp, [](ggtest::Writer& w) { w.kv_str("tokenizer.ggml.model", "llama"); }, true, true, false);
-  expect_error(load_error(p), {p, "'tokenizer.ggml.model'", "'llama'", "gpt2"});
+  expect_error(load_error(p), {p, "'tokenizer.ggml.scores'", "is missing"});
+  p = small_gguf(tmp, [](ggtest::Writer& w) {
+    w.kv_str("tokenizer.ggml.model", "llama");
+    w.kv_f32_array("tokenizer.ggml.scores", {-1, -1, -2});
+  }, true, true, false);
+  expect_error(load_error(p), {p, "'tokenizer.ggml.scores'", "3 entries for 5 tokens"});
+}
+
+// A SentencePiece GGUF (tokenizer.ggml.model "llama") loads through Tokenizer::load: "ab" has the
+// higher score, so "aab" is a + ab; "<s>" (control) is BOS and special; "▁" is a space.
+TEST(GgufTokenizer, SentencePieceFile) {
+  testing_util::TempDir tmp;
+  ggtest::Writer w;
+  w.kv_str("general.architecture", "gemma3");
+  w.kv_str("tokenizer.ggml.model", "llama");
+  w.kv_str_array("tokenizer.ggml.tokens", {"<s>", "a", "b", "aa", "ab", "\xE2\x96\x81"});
+  w.kv_f32_array("tokenizer.ggml.scores", {0, -1, -1, -5, -3, -1});
+  w.kv_i32_array("tokenizer.ggml.token_type", {3, 1, 1, 1, 1, 1});
+  w.kv_u32("tokenizer.ggml.bos_token_id", 0);
+  w.kv_bool("tokenizer.ggml.add_space_prefix", false);
+  const std::string path = tmp.file("spm.gguf");
+  iotest::write_file(path, w.build());
+  const tok::Tokenizer t = tok::Tokenizer::load(path);
+  EXPECT_TRUE(t.is_sentencepiece());
+  EXPECT_EQ(t.encode("aab a"), (std::vector<int32_t>{0, 1, 4, 5, 1}));
+  EXPECT_EQ(t.decode({0, 1, 4, 5, 1}, true), "aab a");
+  EXPECT_TRUE(t.is_special(0));
+  EXPECT_EQ(t.bos_id(), 0);
 }
 
 TEST(GgufTokenizerErrors, MalformedMerges) {
