@@ -39,14 +39,17 @@ constexpr int64_t kQ8GemmChunk = 32;
 // The bytes of a thread's decoded chunk for rows of `cols` weights: per output and block at
 // most 64 bytes of codes (Q8_0), a d and an m.
 constexpr int64_t q8_gemm_scratch_bytes(int64_t cols) { return kQ8GemmChunk * (cols / 32) * (64 + 4 + 4); }
-// From this many rows on, q8_matmul runs the GEMM (below it, the padding of a short group costs
-// more than the weight passes it saves).
+// From this many rows on, q8_matmul runs the GEMM (at 8 rows it already does 35.7 GMAC/s
+// against the one-row tiles' 31.2 on a Q5_0 [4864, 896], docs/cpu-backend.md; below 8, a padded
+// group would compute rows it throws away).
 constexpr int64_t kQ8GemmMinRows = 8;
 
 // The rows of x in groups of eight, as the GEMM reads them (nb = x.blocks()):
 //   q [groups][nb][8 quads][8 rows][4 codes]: group g's block b, quad k of its row r at
 //     q + (g * nb + b) * 256 + k * 32 + r * 4
 //   d, s [groups][nb][8 rows]: the rows' block scales d_a and (block_q8_1's) sums s_a
+//   sum16 [groups][nb][8 quads][8 rows]: 16 times the sum of the row's codes 4k..4k+3 (what
+//     Q5_0's w + 16 adds to the dot, taken off again: q8_gemm_x86.h)
 // Rows past x.rows (the last group's padding) have zero codes and zero scales.
 struct Q8GemmPanel {
   int64_t groups = 0, blocks = 0;

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "backend/cpu/avx2.h"           // prefetch_lines
+#include "backend/cpu/avx2.h"           // load_f16c
 #include "backend/cpu/q8_codes_x86.h"   // weight_codes, dot4
 #include "backend/cpu/q8_gemm.h"
 #include "kernels/quant_blocks.cuh"
@@ -31,7 +31,7 @@ struct Group {
   const int32_t* sum16;
 };
 
-// A chunk of weight rows decoded once for every group that reads them (q8_gemm_decoded_bytes):
+// A chunk of weight rows decoded once for every group that reads them (q8_gemm_scratch_bytes):
 // per output, per block, 32 unsigned codes u (Q8_0: |w|, its signs moving onto the activation
 // as in the one-row kernel; Q4_1: the nibbles; Q5_0: w + 16), then Q8_0's 32 signed codes w, and
 // per output the blocks' d_w (and Q4_1's m_w) as float.
