@@ -22,7 +22,7 @@
 //
 // A group short of eight rows (the tail of N) is padded with zero codes and zero scales, whose
 // outputs are computed and not written. For fewer than kQ8GemmMinRows rows the one-row kernel
-// is faster and q8_matmul keeps it. The portable kernel has no GEMM form: it is the reference
+// is as fast or faster and q8_matmul keeps it. The portable kernel has no GEMM form: it is the reference
 // (q8_outputs_portable), any N.
 #pragma once
 #include <cstdint>
@@ -39,10 +39,10 @@ constexpr int64_t kQ8GemmChunk = 32;
 // The bytes of a thread's decoded chunk for rows of `cols` weights: per output and block at
 // most 64 bytes of codes (Q8_0), a d and an m.
 constexpr int64_t q8_gemm_scratch_bytes(int64_t cols) { return kQ8GemmChunk * (cols / 32) * (64 + 4 + 4); }
-// From this many rows on, q8_matmul runs the GEMM (at 8 rows it already does 35.7 GMAC/s
-// against the one-row tiles' 31.2 on a Q5_0 [4864, 896], docs/cpu-backend.md; below 8, a padded
-// group would compute rows it throws away).
-constexpr int64_t kQ8GemmMinRows = 8;
+// From this many rows on, q8_matmul runs the GEMM (`lmscope-bench --q8-prefill ROWS`, one
+// thread, Qwen2.5-Coder-0.5B's layers: at 8 rows the GEMM's one group pays for decoding the
+// weights alone, 29.3 against the tiles' 30.7 GMAC/s; at 16, 36.7 against 31.0).
+constexpr int64_t kQ8GemmMinRows = 16;
 
 // The rows of x in groups of eight, as the GEMM reads them (nb = x.blocks()):
 //   q [groups][nb][8 quads][8 rows][4 codes]: group g's block b, quad k of its row r at

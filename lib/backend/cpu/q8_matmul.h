@@ -12,8 +12,8 @@
 // build uses it) when the processor has avx512_vnni + avx512vl, else AVX2 (maddubs + madd),
 // else the portable one, the reference the tests hold the others to. LMSCOPE_CPU_KERNEL
 // (block_matmul.h) forces one here too.
-// From kQ8GemmMinRows rows on (prefill), the AVX2 and AVX-512 kernels run as a GEMM over groups
-// of eight rows (q8_gemm.h), with the same numbers.
+// From kQ8GemmMinRows (16) rows on (prefill), the AVX2 and AVX-512 kernels run as a GEMM over
+// groups of eight rows (q8_gemm.h), with the same numbers.
 #pragma once
 #include <cstdint>
 #include <vector>
