@@ -102,7 +102,9 @@ def sha256(path):
 
 # llama.cpp's per-layer tensors of the prefill -> lmscope's hooks (docs/hooks.md), for
 # --layer-tensors: which step first differs, layer by layer.
-LAYER_TENSORS = {"attn_norm": "attn_norm", "kqv_out": "attn.z", "ffn_inp": "resid_mid", "l_out": "resid_post"}
+LAYER_TENSORS = {"attn_norm": "attn_norm", "kqv_out": "attn.z", "ffn_inp": "resid_mid", "ffn_norm": "ffn_norm",
+                 "ffn_gate": "ffn.gate", "ffn_up": "ffn.up", "ffn_swiglu": "ffn.act", "ffn_out": "ffn_out",
+                 "l_out": "resid_post"}
 
 
 class _TensorHead(ctypes.Structure):
@@ -112,7 +114,8 @@ class _TensorHead(ctypes.Structure):
 
 class LayerTensors:
     """A ggml_backend_sched_eval_callback that copies the float32 tensors named in
-    LAYER_TENSORS ("<name>-<layer>") out as they are computed: {"layers.L.<hook>": [T, D]}."""
+    LAYER_TENSORS ("<name>-<layer>") out as they are computed: {"layers.L.<hook>": [T, D]} ([T, F]
+    for ffn.gate, ffn.up and ffn.act)."""
 
     def __init__(self, ll, d):
         base = ctypes.CDLL(str(d / "build" / "bin" / "libggml-base.so"))
@@ -301,7 +304,8 @@ def main():
     p.add_argument("--out", help="HDF5 file to write")
     p.add_argument("--layer-tensors", action="store_true",
                    help="also store the prefill's per-layer tensors as prefill/layers.L.<hook> [T,D] "
-                        "(attn_norm, attn.z, resid_mid, resid_post: lmscope's hook names)")
+                        "(attn_norm, attn.z, resid_mid, ffn_norm, ffn.gate, ffn.up, ffn.act, ffn_out, resid_post: "
+                        "lmscope's hook names)")
     p.add_argument("--where", action="store_true", help="print the llama.cpp build directory and exit")
     args = p.parse_args()
     if not args.where and not (args.gguf and args.ids and args.out):

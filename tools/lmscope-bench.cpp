@@ -22,10 +22,18 @@
 // processor runs (lib/backend/cpu/block_matmul.h) over one decode step's weight matrices
 // (every layer's seven and the head, one row of x), medians of --repeats passes.
 //   OMP_NUM_THREADS=1 lmscope-bench --model models/SmolLM2-135M-Instruct.Q4_1.gguf --kernels --repeats 50
+//
+// --q8-prefill ROWS (a .gguf file): instead of generating, times a prefill of ROWS rows through
+// every layer's Q8_0/Q4_1/Q5_0 matrices (not the head: prefill runs it on one row) three ways:
+// the q8 one-row kernel's tiles, the q8 GEMM (lib/backend/cpu/q8_gemm.h: the same bits) and
+// exact mode's dequantized panels with sgemm; the process's CPU seconds as well as wall time, so
+// that a shared machine's waits do not count, medians of --repeats interleaved passes.
+//   OMP_NUM_THREADS=1 lmscope-bench --model models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf --q8-prefill 512 --repeats 3
 #include <CLI/CLI.hpp>
 #include <cblas.h>   // openblas_get_corename: the kernel table OpenBLAS chose (OPENBLAS_CORETYPE, else by CPUID)
 #include <algorithm>
 #include <chrono>
+#include <ctime>   // clock_gettime: --q8-prefill counts CPU seconds
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -35,7 +43,10 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/block_matmul.h"
+#include "backend/cpu/block_prefill.h"
+#include "backend/cpu/kernel_table.h"
 #include "backend/cpu/over_rows.h"
+#include "backend/cpu/q8_gemm.h"
 #include "backend/cpu/q8_matmul.h"
 #include "backend/cpu/q8k_matmul.h"
 #include "backend/cpu/read_bandwidth.h"
@@ -269,6 +280,67 @@ nlohmann::json kernels_bench(const std::string& path, int repeats) {
   return report;
 }
 
+// --q8-prefill: `rows` rows through every layer's Q8_0/Q4_1/Q5_0 matrices, one-row tiles, GEMM
+// and float32 panels, `repeats` interleaved passes each.
+nlohmann::json q8_prefill_bench(const std::string& path, int64_t rows, int repeats) {
+  using clock = std::chrono::steady_clock;
+  auto cpu_seconds = [] {
+    timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+  };
+  LoadedModel m = load_model(path);
+  std::vector<const QuantBlocks*> mats;
+  for (const LayerWeights& l : m.weights.layers)
+    for (const Tensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      if (t->defined() && t->blocks() && cpu::q8_matmul_supports(t->blocks()->type)) mats.push_back(t->blocks().get());
+  if (mats.empty()) throw std::runtime_error("--q8-prefill: " + path + " has no Q8_0/Q4_1/Q5_0 layer matrix");
+  const cpu::Q8MatmulBuild& build = cpu::chosen_kernels().q8_matmul.build;
+  const cpu::Q8Outputs gemm = build.gemm, tiles = build.outputs;
+  if (!gemm) throw std::runtime_error("--q8-prefill: the portable q8 kernel has no GEMM (LMSCOPE_CPU_KERNEL)");
+  int64_t widest = 0, most = 0;
+  double macs = 0;
+  for (const QuantBlocks* q : mats) {
+    widest = std::max(widest, q->cols), most = std::max(most, q->rows);
+    macs += double(rows) * double(q->rows) * double(q->cols);
+  }
+  std::vector<float> x(size_t(rows * widest)), out(size_t(rows * most));
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  for (float& v : x) v = normal(rng);
+  cpu::Q8Rows q8;
+  const std::vector<std::string> ways = {"q8-tiles", "q8-gemm", "f32-panels"};
+  std::map<std::string, std::vector<double>> wall, cpu;
+  for (int r = 0; r <= repeats; ++r) {   // pass 0 warms up
+    for (const std::string& way : ways) {
+      const auto t0 = clock::now();
+      const double c0 = cpu_seconds();
+      for (const QuantBlocks* q : mats) {
+        if (way == "f32-panels") {
+          cpu::block_prefill_matmul(out.data(), x.data(), *q, nullptr, rows);
+          continue;
+        }
+        cpu::quantize_rows_q8(x.data(), rows, q->cols, q8);   // part of either q8 way's cost
+        const cpu::Q8Outputs run = way == "q8-gemm" ? gemm : tiles;
+        cpu::over_outputs(q->rows, [&](int64_t o0, int64_t o1) { run(out.data(), q8, *q, nullptr, o0, o1); });
+      }
+      if (r > 0) {
+        wall[way].push_back(std::chrono::duration<double>(clock::now() - t0).count());
+        cpu[way].push_back(cpu_seconds() - c0);
+      }
+    }
+  }
+  std::printf("%zu Q8_0/Q4_1/Q5_0 layer matrices, %lld rows, %.2f G multiply-adds per pass; q8 kernel %s\n", mats.size(),
+              (long long)rows, macs / 1e9, cpu::q8_matmul_kernel());
+  nlohmann::json report = {{"model", path}, {"rows", rows}, {"matrices", mats.size()}, {"macs", macs}};
+  for (const std::string& way : ways) {
+    const double w = median(wall[way]), c = median(cpu[way]);
+    std::printf("%-10s %8.3f s wall %8.3f s cpu  %6.1f GMAC/s per cpu second\n", way.c_str(), w, c, macs / c / 1e9);
+    report[way] = {{"wall_seconds", w}, {"cpu_seconds", c}, {"wall_runs", wall[way]}, {"cpu_runs", cpu[way]}};
+  }
+  return report;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -277,6 +349,7 @@ int main(int argc, char** argv) {
   int prompt_len = 64, decode = 32, repeats = 3, batch = 1;
   std::string dtype = "f32", loop = "generate", cpu_activations = "f32";
   bool roofline = false, dequant = false, kernels = false;
+  int64_t q8_prefill_rows = 0;
   app.add_option("--model", model, "synthetic:tiny, synthetic:smollm2, synthetic:deepseek-r1-1.5b, a model directory or a .gguf file")
       ->capture_default_str();
   app.add_option("--prompt-len", prompt_len)->capture_default_str();
@@ -299,6 +372,10 @@ int main(int argc, char** argv) {
                "with a .gguf --model: time dequantizing its quantized tensors and load_model instead of generating");
   app.add_flag("--kernels", kernels,
                "with a .gguf --model: time each block-matmul implementation over a decode step's weights");
+  app.add_option("--q8-prefill", q8_prefill_rows,
+                 "with a .gguf --model: time ROWS rows through the layers' Q8_0/Q4_1/Q5_0 matrices: q8 tiles, q8 "
+                 "GEMM, f32 panels")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   app.add_option("--json", json_out, "also write the figures as JSON to this file")->check(cli::output_path());
   if (auto code = cli::parse(app, argc, argv, "lmscope-bench")) return *code;
 
@@ -308,6 +385,12 @@ int main(int argc, char** argv) {
     if (dequant) {
       if (!is_gguf_path(model) && !is_gguf_file(model)) throw std::runtime_error("--dequant needs a .gguf --model");
       nlohmann::json report = dequant_bench(model, repeats);
+      if (!json_out.empty()) write_file_atomic(json_out, report.dump(2) + "\n");
+      return 0;
+    }
+    if (q8_prefill_rows > 0) {
+      if (!is_gguf_path(model) && !is_gguf_file(model)) throw std::runtime_error("--q8-prefill needs a .gguf --model");
+      nlohmann::json report = q8_prefill_bench(model, q8_prefill_rows, repeats);
       if (!json_out.empty()) write_file_atomic(json_out, report.dump(2) + "\n");
       return 0;
     }

@@ -9,9 +9,10 @@
 // runs on the activations; Q5_0's vec_dot_type is Q8_0, its vec_dot ggml_vec_dot_q5_0_q8_0). What must hold:
 //  * activation quantization: ours (q8_quantize_portable and, where it runs, q8_quantize_avx2)
 //    gives llama.cpp's block_q8_0 / block_q8_1 bit for bit: the 32 codes, d and (q8_1) s;
-//  * the dot products: each output of q8_outputs_<kernel>, for every row of a batch of N = 1..9
-//    (tile heights 1..8 and a second tile; outputs in groups of 4 and 2, an odd count so that a
-//    group repeats its last output), equals vec_dot(weight row, activation row) bit for bit
+//  * the dot products: each output of q8_outputs_<kernel>, for every row of a batch of N = 1..17
+//    (tile heights 1..8 and more tiles; outputs in groups of 4 and 2, an odd count so that a
+//    group repeats its last output), and of the prefill GEMM q8_gemm_outputs_<kernel> (q8_gemm.h:
+//    groups of 8 rows, a short last group padded), equals vec_dot(weight row, activation row) bit for bit
 //    (q8_matmul.h: llama.cpp's x86 order: per block an exact integer dot in 8 lanes, one FMA a
 //    lane with the combined scale d_w * d_a, Q4_1's fma(m, s, summs) on the side, the lanes
 //    summed as hsum_float_8, then + summs). The llama.cpp build is -march=native, so its
@@ -30,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/q8_gemm.h"
 #include "backend/cpu/q8_matmul.h"
 #include "kernels/quant_blocks.cuh"
 #include "tensor/quant_blocks.h"
@@ -104,7 +106,9 @@ struct Kernel {
 std::vector<Kernel> kernels() {
   return {{"portable", cpu::q8_outputs_portable, true},
           {"avx2", cpu::q8_outputs_avx2, cpu::q8_avx2_available()},
-          {"avx512", cpu::q8_outputs_avx512, cpu::q8_avx512_available()}};
+          {"avx512", cpu::q8_outputs_avx512, cpu::q8_avx512_available()},
+          {"gemm-avx2", cpu::q8_gemm_outputs_avx2, cpu::q8_avx2_available()},
+          {"gemm-avx512", cpu::q8_gemm_outputs_avx512, cpu::q8_avx512_available()}};
 }
 
 const std::vector<Case>& cases() {
@@ -152,7 +156,7 @@ TEST(GgmlQ8, ActivationQuantizationIsLlamaCpps) {
 
 TEST(GgmlQ8, DotProductsAreLlamaCppsBitForBitOnEveryKernel) {
   SKIP_WITHOUT_GGML();
-  const int64_t O = 7, kMaxN = 9;
+  const int64_t O = 7, kMaxN = 17;
   std::string ran;
   for (const Kernel& k : kernels()) ran += std::string(ran.empty() ? "" : ", ") + k.name + (k.available ? "" : " (not on this CPU)");
   int compared = 0;

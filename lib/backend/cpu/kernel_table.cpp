@@ -2,6 +2,8 @@
 // every family's builds.
 #include "backend/cpu/kernel_table.h"
 
+#include "backend/cpu/q8_gemm.h"
+
 #include <cstdlib>
 #include <stdexcept>
 
@@ -93,8 +95,9 @@ const KernelTable& kernel_table() {
        kAllSets,
        kBaseOnly},
       {"q8_matmul",
-       {Q8MatmulBuild{q8_outputs_portable, q8_quantize_portable}, Q8MatmulBuild{q8_outputs_avx2, q8_quantize_avx2},
-        Q8MatmulBuild{q8_outputs_avx512, q8_quantize_avx2}},
+       {Q8MatmulBuild{q8_outputs_portable, q8_quantize_portable, nullptr},
+        Q8MatmulBuild{q8_outputs_avx2, q8_quantize_avx2, q8_gemm_outputs_avx2},
+        Q8MatmulBuild{q8_outputs_avx512, q8_quantize_avx2, q8_gemm_outputs_avx512}},
        kAllSets,
        kAvx512Vnni},
       {"q8k_matmul", {q8k_outputs_portable, q8k_outputs_avx2, q8k_outputs_avx512}, kAllSets, kAvx512Vnni},

@@ -80,6 +80,7 @@ struct KernelFamily {
 struct Q8MatmulBuild {
   Q8Outputs outputs;
   Q8Quantize quantize;   // the rows' quantizer that goes with it (AVX2 in both SIMD builds)
+  Q8Outputs gemm;        // the same outputs as a GEMM over groups of 8 rows (q8_gemm.h); null: none
 };
 struct HalfMatmulBuild {
   HalfOutputs outputs;

@@ -6,6 +6,7 @@
 
 #include "backend/cpu/kernel_table.h"
 #include "backend/cpu/over_rows.h"
+#include "backend/cpu/q8_gemm.h"
 #include "kernels/dtype_convert.cuh"
 #include "kernels/q8_activations.cuh"
 #include "kernels/quant_blocks.cuh"
@@ -94,15 +95,24 @@ bool q8_matmul_supports(BlockType type) {
 
 const char* q8_matmul_kernel() { return isa_name(chosen_kernels().q8_matmul.isa); }
 
+namespace {
+// The chosen build's GEMM from kQ8GemmMinRows rows on (q8_gemm.h: the same numbers), else its
+// one-row kernel.
+Q8Outputs for_rows(int64_t rows) {
+  const Q8MatmulBuild& build = chosen_kernels().q8_matmul.build;
+  return build.gemm && rows >= kQ8GemmMinRows ? build.gemm : build.outputs;
+}
+}  // namespace
+
 void q8_matmul(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias) {
   check_shapes(x, W);
-  const Q8Outputs run = chosen_kernels().q8_matmul.build.outputs;
+  const Q8Outputs run = for_rows(x.rows);
   over_outputs(W.rows, [&](int64_t o0, int64_t o1) { run(out, x, W, bias, o0, o1); });
 }
 
 void q8_matmul_group(const Q8Rows& x, const BlockMatmulJob* jobs, int count) {
   for (int j = 0; j < count; ++j) check_shapes(x, *jobs[j].W);
-  const Q8Outputs run = chosen_kernels().q8_matmul.build.outputs;
+  const Q8Outputs run = for_rows(x.rows);
   over_job_outputs(
       count, [&](int j) { return jobs[j].W->rows; },
       [&](int j, int64_t o0, int64_t o1) { run(jobs[j].out, x, *jobs[j].W, jobs[j].bias, o0, o1); });

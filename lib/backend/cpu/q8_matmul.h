@@ -11,6 +11,8 @@
 // (the reference the tests hold the others to), AVX2 (maddubs + madd) and AVX-512 VNNI
 // (q8_matmul_avx512.cpp: vpdpbusd on 256-bit registers, as llama.cpp's build uses it; it needs
 // avx512_vnni + avx512vl + avx512bw); kernel_table.h says which runs.
+// From kQ8GemmMinRows (16) rows on (prefill), the AVX2 and AVX-512 builds run as a GEMM over
+// groups of eight rows (q8_gemm.h), with the same numbers.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "backend/cpu/avx2.h"   // hsum (ggml's hsum_float_8 order), prefetch_lines
+#include "backend/cpu/q8_codes_x86.h"   // weight_codes, dot4
 #include "backend/cpu/q8_matmul.h"
 #include "kernels/q8_activations.cuh"
 #include "kernels/quant_blocks.cuh"
@@ -34,40 +35,6 @@ struct Rows {
   const float* ds;   // d, s per block
   int64_t rows, cols;
 };
-
-// The 16 bytes of nibbles at qs in both halves, the upper half shifted by 4: elements 0-15 are
-// the low nibbles, 16-31 the high ones.
-LMSCOPE_Q8_TARGET inline __m256i nibbles_32(const uint8_t* qs) {
-  const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-  return _mm256_and_si256(_mm256_srlv_epi64(both, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0F));
-}
-
-// A block's 32 codes in element order: Q4_1 0..15, Q5_0 -16..15, Q8_0 as stored.
-template <BlockType T>
-LMSCOPE_Q8_TARGET inline __m256i weight_codes(const uint8_t* blk) {
-  if (T == BlockType::Q4_1) return nibbles_32(blk + 4);
-  if (T == BlockType::Q5_0) {
-    // Byte j of a vector gets qh's byte j/8 (the shuffle works per 128-bit half, so both halves
-    // index bytes 0-3 of the broadcast word), then keeps only bit j%8: equal to that bit alone
-    // where element j's fifth bit is set. Where it is clear the code is nibble - 16, i.e. the
-    // nibble with 0xF0 in its upper bits (two's complement); where set, the nibble itself.
-    const __m256i qh = _mm256_set1_epi32(int(quant::load_u32(blk + 2)));
-    const __m256i byte_of = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
-    const __m256i bit_of = _mm256_set1_epi64x(int64_t(0x8040201008040201));
-    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(qh, byte_of), bit_of), bit_of);
-    return _mm256_or_si256(nibbles_32(blk + 6), _mm256_andnot_si256(set, _mm256_set1_epi8(char(0xF0))));
-  }
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
-}
-
-// Lane k = sum of u_j * s_j over j = 4k..4k+3 (u unsigned, s signed bytes), exact.
-LMSCOPE_Q8_TARGET inline __m256i dot4(__m256i u, __m256i s) {
-#if LMSCOPE_Q8_VNNI
-  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
-#else
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));   // pairs < 2^15
-#endif
-}
 
 // Blocks of x quantized as q8::quantize_block does (kernels/q8_activations.cuh), 32 at a
 // time in vectors as llama.cpp's quantize_row_q8_0/_1 do: round half to even by
