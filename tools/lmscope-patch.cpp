@@ -111,6 +111,9 @@ nlohmann::ordered_json pairs_json(const PatchPairsSweep& s, const std::vector<Pa
     p["corrupt_ids"] = s.pairs[i].corrupt;
     p["clean_metric"] = s.pairs[i].clean_metric;
     p["corrupt_metric"] = s.pairs[i].corrupt_metric;
+    // The pair's own cells: what a merge of several runs over parts of the file sums
+    // (python/lmscope/sweep.py), to the same doubles as one run's statistics.
+    for (const PatchGrid& g : s.pairs[i].grids) p["normalized"][g.site] = matrix_json(g.normalized);
     j["pairs"].push_back(p);
   }
   j["cells"] = s.cells;
@@ -229,9 +232,24 @@ struct PairsProgress {
   }
 };
 
+// --only-pairs RANGES: those pairs (0-based, in file order, blank lines not counted) of the whole
+// file, which is still read and checked whole: a sweep spread over workers gives each a part.
+std::vector<PatchPair> only_pairs(std::vector<PatchPair> all, const std::string& ranges, const std::string& file) {
+  if (ranges.empty()) return all;
+  std::vector<PatchPair> out;
+  for (int i : parse_ranges(ranges)) {
+    if (size_t(i) >= all.size())
+      throw std::runtime_error(file + ": --only-pairs " + ranges + ": the file has " + std::to_string(all.size()) +
+                               " pairs (0.." + std::to_string(all.size() - 1) + ")");
+    out.push_back(std::move(all[size_t(i)]));
+  }
+  return out;
+}
+
 // --pairs FILE: every pair swept, then the mean and spread per cell.
-int run_pairs(cli::ToolModel& tm, const cli::ModelArgs& margs, const std::string& file, const std::string& metric,
-              PatchSweepOptions opt, const std::string& json_out, const std::string& svg, bool quiet) {
+int run_pairs(cli::ToolModel& tm, const cli::ModelArgs& margs, const std::string& file, const std::string& ranges,
+              const std::string& metric, PatchSweepOptions opt, const std::string& json_out, const std::string& svg,
+              bool quiet) {
   const tok::Tokenizer* tk = tm.tokenizer ? &*tm.tokenizer : nullptr;
   EncodeFn encode;
   if (tk)   // as --clean/--corrupt are encoded (tools/model_args.h): BOS, or the chat template
@@ -239,7 +257,8 @@ int run_pairs(cli::ToolModel& tm, const cli::ModelArgs& margs, const std::string
       if (!margs.chat) return tk->encode(text, true);
       return tk->encode(tok::format_chat(*tk, {tok::ChatMessage{"user", text}}, true, tok::parse_chat_format(margs.chat_format)), false);
     };
-  const std::vector<PatchPair> pairs = read_patch_pairs(file, encode, tk, metric, tm.loaded.cfg.vocab_size);
+  const std::vector<PatchPair> pairs =
+      only_pairs(read_patch_pairs(file, encode, tk, metric, tm.loaded.cfg.vocab_size), ranges, file);
   PairsProgress progress;
   progress.pairs = pairs.size();
   PairsProgressFn on_forward;
@@ -268,7 +287,7 @@ int main(int argc, char** argv) {
   cli::ModelArgs margs;   // --model, --chat, --backend ... (--prompt / --prompt-ids: clean first, then corrupted)
   margs.add_to(app);
   std::string clean, corrupt, clean_ids, corrupt_ids, metric, sites = "resid_pre,attn_out,ffn_out,attn.z", json_out, svg,
-      pairs_file;
+      pairs_file, pair_ranges;
   int rows = 32;
   bool quiet = false;
   app.add_option("--clean", clean, "the clean prompt (text)");
@@ -278,6 +297,8 @@ int main(int argc, char** argv) {
   app.add_option("--pairs", pairs_file,
                  "a JSONL file of pairs, one a line: {\"clean\"|\"clean_ids\", \"corrupt\"|\"corrupt_ids\", \"metric\"}; "
                  "each cell averaged over the pairs, with its spread");
+  app.add_option("--only-pairs", pair_ranges,
+                 "with --pairs: sweep only these pairs (0-based, e.g. 0-3,7); the whole file is still checked");
   app.add_option("--metric", metric,
                  "logit-diff:\" Paris\",\" Rome\" or prob:\" Paris\" (ids: #123); with --pairs, for the pairs without their own");
   app.add_option("--sites", sites, "resid_pre, attn_out, ffn_out, resid_mid, resid_post, attn.z")->capture_default_str();
@@ -288,6 +309,7 @@ int main(int argc, char** argv) {
   if (auto code = cli::parse(app, argc, argv, "lmscope-patch")) return *code;
   if (!margs.prompts.empty() || !margs.prompt_ids.empty())
     return cli::usage_error("lmscope-patch", "give the prompts as --clean/--corrupt, not --prompt");
+  if (!pair_ranges.empty() && pairs_file.empty()) return cli::usage_error("lmscope-patch", "--only-pairs needs --pairs");
   if (!pairs_file.empty()) {
     if (!clean.empty() || !clean_ids.empty() || !corrupt.empty() || !corrupt_ids.empty())
       return cli::usage_error("lmscope-patch", "--pairs gives the prompts: no --clean/--corrupt beside it");
@@ -329,7 +351,7 @@ int main(int argc, char** argv) {
         ::rmdir(dir.c_str());
       }
     } remove_temp{opt.clean_trace, tmpl};
-    if (!pairs_file.empty()) return run_pairs(*tm, margs, pairs_file, metric, opt, json_out, svg, quiet);
+    if (!pairs_file.empty()) return run_pairs(*tm, margs, pairs_file, pair_ranges, metric, opt, json_out, svg, quiet);
 
     // prompts are ids first, then texts: put clean before corrupted again
     const bool clean_first = !clean_ids.empty() || corrupt_ids.empty();

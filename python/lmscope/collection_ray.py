@@ -1,33 +1,32 @@
-"""lmscope.collect on a Ray cluster (collect(..., ray="auto" | ADDRESS), lmscope-collect --ray):
-the same shards as local worker processes, computed by Ray actors (docs/collect.md, "Ray").
+"""Shards on a Ray cluster: lmscope.collect(..., ray="auto" | ADDRESS), lmscope-collect --ray,
+and the sweeps over a dataset (sweep.py, lmscope-sweep --ray): the same shards as local worker
+processes (collection_pool.py), computed by Ray actors (docs/collect.md, "Ray").
 
-Each actor holds one ShardWorker (one lmscope.Model, loaded once) and asks Ray for `threads`
-CPUs, which are its OpenMP threads. A shard is the unit of work: an idle actor gets the next
-one, and returns the shard's bytes; this process writes them (the one atomic writer) and the
-manifest, so the workers need no access to the output directory. When an actor dies (its
-process killed, its node lost), its shard goes back to the front of the queue for another
-actor and a new actor is started in its place; a shard is recorded only when it has come back
-whole, so nothing is lost and nothing is written twice. Ray is an optional extra of the
-package: pip install './python[ray]'.
+Each actor holds one worker, built once by factory(*args) (for a collection a ShardWorker: one
+lmscope.Model, loaded once) and asks Ray for `threads` CPUs, which are its OpenMP threads. A
+shard is the unit of work: an idle actor gets the next one and returns its result; this
+process records it (for a collection: the one atomic writer, then the manifest), so the
+workers need no access to the output. When an actor dies (its process killed, its node lost),
+its shard goes back to the front of the queue for another actor and a new actor is started in
+its place; a shard is recorded only when it has come back whole, so nothing is lost and
+nothing is recorded twice. Ray is an optional extra of the package: pip install './python[ray]'.
 """
 import os
 import socket
 from collections import deque
 
-from .collect_worker import Options, ShardWorker
-
 CONNECT_TIMEOUT_S = 10   # an address that does not answer within this is refused
 MAX_RETRIES = 3          # a shard whose actor died this many times ends the run
 
 
-class RayShardWorker:
-    """The actor: one Model, one shard at a time."""
+class RayWorker:
+    """The actor: one worker, one shard at a time."""
 
-    def __init__(self, model: str, options: dict):
-        self.worker = ShardWorker(model, Options(**options))
+    def __init__(self, factory, args):
+        self.worker = factory(*args)
 
-    def collect(self, index, docs):
-        return self.worker.collect(index, docs)
+    def run(self, index, payload):
+        return self.worker.run(index, payload)
 
     def pid(self) -> int:
         return os.getpid()
@@ -61,15 +60,16 @@ def connect(address: str):
     return ray, True
 
 
-def run_on_ray(address, model, options: Options, tasks, workers, threads, record) -> int:
-    """Runs the shards of `tasks` ((index, docs) pairs, streamed) on `workers` actors of
-    `threads` CPUs each; record(data, entry) is called for each finished shard, in this
-    process. At most one shard per actor is held here besides the queue of returned ones.
-    Returns how many times a shard was given to another actor because its own died."""
+def run_on_ray(address, factory, args, tasks, workers, threads, record) -> int:
+    """Runs the shards of `tasks` ((index, payload) pairs, streamed) on `workers` actors of
+    `threads` CPUs each, each holding factory(*args); record(result, entry) is called for
+    each finished shard, in this process. At most one shard per actor is held here besides
+    the queue of returned ones. Returns how many times a shard was given to another actor
+    because its own died."""
     ray, started = connect(address)
     remote = ray.remote(num_cpus=threads, max_restarts=0,
-                        runtime_env={"env_vars": {"OMP_NUM_THREADS": str(threads)}})(RayShardWorker)
-    spawn = lambda: remote.remote(model, options.as_dict())
+                        runtime_env={"env_vars": {"OMP_NUM_THREADS": str(threads)}})(RayWorker)
+    spawn = lambda: remote.remote(factory, args)
     actors = [spawn() for _ in range(workers)]
     idle, running, queue, retries = list(actors), {}, deque(), {}
     source = iter(tasks)
@@ -80,13 +80,13 @@ def run_on_ray(address, model, options: Options, tasks, workers, threads, record
                 if task is None:
                     break
                 actor = idle.pop()
-                running[actor.collect.remote(*task)] = (actor, task)
+                running[actor.run.remote(*task)] = (actor, task)
             if not running:
                 break
             ready, _ = ray.wait(list(running), num_returns=1)
             actor, task = running.pop(ready[0])
             try:
-                data, entry = ray.get(ready[0])
+                result, entry = ray.get(ready[0])
             except ray.exceptions.RayActorError:
                 retries[task[0]] = retries.get(task[0], 0) + 1
                 if retries[task[0]] > MAX_RETRIES:
@@ -97,7 +97,7 @@ def run_on_ray(address, model, options: Options, tasks, workers, threads, record
                 continue
             except ray.exceptions.RayTaskError as e:
                 raise (e.cause if isinstance(e.cause, ValueError) else ValueError(str(e).splitlines()[0])) from None
-            record(data, entry)
+            record(result, entry)
             idle.append(actor)
         return sum(retries.values())
     finally:

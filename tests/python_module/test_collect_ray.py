@@ -142,15 +142,15 @@ def _wait_for_shards(out, n, proc=None, timeout=240):
 
 
 def _kill_one_actor_after_first_shard(out) -> bool:
-    """SIGKILL one RayShardWorker actor's process once a shard is recorded: a process of this
-    test's own cluster (a descendant of this process) whose title Ray set to ray::RayShardWorker."""
+    """SIGKILL one RayWorker actor's process once a shard is recorded: a process of this
+    test's own cluster (a descendant of this process) whose title Ray set to ray::RayWorker."""
     _wait_for_shards(out, 1)
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             title = open("/proc/%s/cmdline" % pid, "rb").read().split(b"\0")[0].decode(errors="replace")
         except OSError:
             continue
-        if title.startswith("ray::RayShardWorker") and _descends_from(int(pid), os.getpid()):
+        if title.startswith("ray::RayWorker") and _descends_from(int(pid), os.getpid()):
             os.kill(int(pid), signal.SIGKILL)
             return True
     return False
