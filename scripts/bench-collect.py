@@ -59,11 +59,13 @@ def main():
         pieces.sort(key=len)
         batches += [pieces[b:b + a.batch_size] for b in range(0, len(pieces), a.batch_size)]
     tokens = sum(len(x) for b in batches for x in b)
+    loads = {"bare": [load1()]}
     t0, c0 = time.perf_counter(), cpu_seconds()
     for b in batches:
         worker.model._run(b, names="", keep_steps=0, max_new_tokens=1, padding_side="left")
     bare = tokens / (time.perf_counter() - t0)
     bare_cpu = tokens / (cpu_seconds() - c0)
+    loads["bare"].append(load1())
     del worker
 
     rates, cpu = {}, {}
@@ -75,33 +77,41 @@ def main():
         runs.append((2, cluster.address))
     for workers, ray in runs:
         out = os.path.join(tmp, "acts-%d-%s" % (workers, "ray" if ray else "local"))
+        loads[workers, ray] = [load1()]
         t0, c0 = time.perf_counter(), cpu_seconds()
         m = lmscope.collect(a.model, corpus, out, a.hooks, docs_per_shard=a.docs_per_shard, batch_size=a.batch_size,
                             workers=workers, threads=1, progress=False, ray=ray)
         rates[workers, ray] = m["tokens"] / (time.perf_counter() - t0)
         cpu[workers, ray] = m["tokens"] / (cpu_seconds() - c0)
+        loads[workers, ray].append(load1())
         assert m["tokens"] == tokens
     if a.ray:
         cluster.shutdown()
     print("%d documents, %d tokens, hooks %s, batch %d, %d documents per shard"
           % (len(docs), tokens, a.hooks, a.batch_size, a.docs_per_shard))
     print("load average before: %s" % LOAD)
-    print("| run | tokens/s (wall) | ratio | tokens per CPU-second | ratio |")
-    print("| --- | ---: | ---: | ---: | ---: |")
-    print("| bare forward, 1 thread | %.0f | 1.00 | %.0f | 1.00 |" % (bare, bare_cpu))
+    print("| run | tokens/s (wall) | ratio | tokens per CPU-second | ratio | load average (1 min), start / end |")
+    print("| --- | ---: | ---: | ---: | ---: | --- |")
+    span = lambda key: "%.2f / %.2f" % tuple(loads[key])
+    print("| bare forward, 1 thread | %.0f | 1.00 | %.0f | 1.00 | %s |" % (bare, bare_cpu, span("bare")))
     one, two = rates[1, None], rates[2, None]
-    print("| collect, 1 worker | %.0f | %.2f of bare | %.0f | %.2f of bare |"
-          % (one, one / bare, cpu[1, None], cpu[1, None] / bare_cpu))
-    print("| collect, 2 workers x 1 thread | %.0f | %.2f x 1 worker | %.0f | %.2f of bare |"
-          % (two, two / one, cpu[2, None], cpu[2, None] / bare_cpu))
+    print("| collect, 1 worker | %.0f | %.2f of bare | %.0f | %.2f of bare | %s |"
+          % (one, one / bare, cpu[1, None], cpu[1, None] / bare_cpu, span((1, None))))
+    print("| collect, 2 workers x 1 thread | %.0f | %.2f x 1 worker | %.0f | %.2f of bare | %s |"
+          % (two, two / one, cpu[2, None], cpu[2, None] / bare_cpu, span((2, None))))
     for (workers, ray), rate in rates.items():
         if ray:
-            print("| collect on Ray, 2 nodes x 1 actor x 1 thread | %.0f | %.2f of 2 local workers | | |"
-                  % (rate, rate / two))
+            print("| collect on Ray, 2 nodes x 1 actor x 1 thread | %.0f | %.2f of 2 local workers | | | %s |"
+                  % (rate, rate / two, span((workers, ray))))
     print("load average after: %s" % open("/proc/loadavg").read().strip())
 
 
 LOAD = open("/proc/loadavg").read().strip()
+
+
+def load1() -> float:
+    """The 1-minute load average: how many others shared the cores while a row ran."""
+    return float(open("/proc/loadavg").read().split()[0])
 
 
 def cpu_seconds() -> float:

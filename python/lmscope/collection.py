@@ -85,18 +85,22 @@ def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]],
         bar = _Progress(counts["tokens"], manifest["num_shards"], progress)
         bar.skip(sum(e["tokens"] for e in manifest["shards"]), len(manifest["shards"]))
         tasks = _shard_tasks(corpus, kind, field, docs_per_shard, set(todo))
-        if not todo:
-            pass                       # every shard is done: nothing to load
-        elif ray is not None:
-            from .collection_ray import run_on_ray
-            retried = run_on_ray(ray, shard_worker, (model, options.as_dict()), tasks, workers, threads or 1,
-                                 lambda data, entry: _record(out, manifest, data, entry, bar))
-            manifest["shards_retried"] = manifest.get("shards_retried", 0) + retried   # on another worker
-        elif workers == 1:
-            for index, docs in tasks:
-                _record(out, manifest, *in_process.collect(index, docs, on_batch=bar.advance), bar, batched=True)
-        else:
-            _run_pool(model, options, out, manifest, tasks, workers, threads, bar)
+        record = lambda data, entry: _record(out, manifest, data, entry, bar)
+        try:
+            if not todo:
+                pass                       # every shard is done: nothing to load
+            elif ray is not None:
+                from .collection_ray import run_on_ray
+                retried = run_on_ray(ray, shard_worker, (model, options.as_dict()), tasks, workers, threads or 1,
+                                     record)
+                manifest["shards_retried"] = manifest.get("shards_retried", 0) + retried   # on another worker
+            elif workers == 1:
+                for index, docs in tasks:
+                    _record(out, manifest, *in_process.collect(index, docs, on_batch=bar.advance), bar, batched=True)
+            else:
+                run_local(shard_worker, (model, options.as_dict()), tasks, workers, threads, record)
+        except WorkerDied as e:
+            raise ValueError("%s; the finished shards are kept: run the same command again to resume" % e) from None
         manifest["complete"] = len(manifest["shards"]) == manifest["num_shards"]
         shards.write_manifest(os.path.join(out, shards.MANIFEST), manifest)
         bar.finish()
@@ -222,16 +226,6 @@ def _count_pieces(worker: ShardWorker, docs) -> dict:
         counts["long"] += len(pieces) > 1 or dropped > 0
         counts["dropped"] += dropped
     return counts
-
-
-def _run_pool(model, options, out, manifest, tasks, workers, threads, bar) -> None:
-    """Local worker processes (collection_pool.py), each one ShardWorker. A worker that dies
-    ends the run in one line; the finished shards stay and a rerun resumes."""
-    try:
-        run_local(shard_worker, (model, options.as_dict()), tasks, workers, threads,
-                  lambda data, entry: _record(out, manifest, data, entry, bar))
-    except WorkerDied as e:
-        raise ValueError("%s; the finished shards are kept: run the same command again to resume" % e) from None
 
 
 # ---- checks -------------------------------------------------------------------------------------

@@ -13,10 +13,14 @@ nothing is recorded twice. Ray is an optional extra of the package: pip install 
 """
 import os
 import socket
+import time
 from collections import deque
+
+from .collection_pool import WorkerDied
 
 CONNECT_TIMEOUT_S = 10   # an address that does not answer within this is refused
 MAX_RETRIES = 3          # a shard whose actor died this many times ends the run
+HEAD_CHECK_S = 2         # while no shard comes back, the head is asked this often whether it is there
 
 
 class RayWorker:
@@ -43,12 +47,7 @@ def connect(address: str):
     if ray.is_initialized():
         return ray, False
     if address != "auto" and not address.startswith("ray://"):
-        host, _, port = address.rpartition(":")
-        try:
-            socket.create_connection((host or "127.0.0.1", int(port)), timeout=CONNECT_TIMEOUT_S).close()
-        except (OSError, ValueError) as e:
-            raise ValueError("the Ray address '%s' does not answer within %d s (%s)"
-                             % (address, CONNECT_TIMEOUT_S, e)) from None
+        check_answers(address)
     # The workers import this very package: from the folder it was imported from.
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
@@ -60,16 +59,48 @@ def connect(address: str):
     return ray, True
 
 
+# HTTP/2's client connection preface and an empty SETTINGS frame (RFC 9113, 3.4 and 6.5).
+_HTTP2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def check_answers(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """ValueError in one line unless `address` ("host:port") answers as a Ray head within
+    `timeout` seconds. The head's GCS is a gRPC server, which answers a client's HTTP/2 preface
+    with a SETTINGS frame (type 4, the frame header's fourth byte). A closed port is refused at
+    once; a port that accepts and never speaks would hang ray.init for minutes."""
+    host, _, port = address.rpartition(":")
+    deadline = time.monotonic() + timeout
+    head = b""
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout) as s:
+            s.sendall(_HTTP2_HELLO)
+            while len(head) < 4:
+                s.settimeout(max(0.01, deadline - time.monotonic()))
+                got = s.recv(64)
+                if not got:
+                    break
+                head += got
+    except socket.timeout:
+        raise ValueError("the Ray address '%s' does not answer within %g s (it accepts and stays silent)"
+                         % (address, timeout)) from None
+    except (OSError, ValueError) as e:
+        raise ValueError("the Ray address '%s' does not answer within %g s (%s)" % (address, timeout, e)) from None
+    if len(head) < 4 or head[3] != 4:
+        raise ValueError("the Ray address '%s' answers, but not as a Ray head (no gRPC server there)" % address)
+
+
 def run_on_ray(address, factory, args, tasks, workers, threads, record) -> int:
     """Runs the shards of `tasks` ((index, payload) pairs, streamed) on `workers` actors of
     `threads` CPUs each, each holding factory(*args); record(result, entry) is called for
     each finished shard, in this process. At most one shard per actor is held here besides
     the queue of returned ones. Returns how many times a shard was given to another actor
-    because its own died."""
+    because its own died. WorkerDied (one line) when a shard's actor died MAX_RETRIES + 1
+    times or the cluster stopped answering; what was recorded stays recorded."""
     ray, started = connect(address)
     remote = ray.remote(num_cpus=threads, max_restarts=0,
                         runtime_env={"env_vars": {"OMP_NUM_THREADS": str(threads)}})(RayWorker)
     spawn = lambda: remote.remote(factory, args)
+    gcs, lost = ray.get_runtime_context().gcs_address, False
     actors = [spawn() for _ in range(workers)]
     idle, running, queue, retries = list(actors), {}, deque(), {}
     source = iter(tasks)
@@ -83,15 +114,23 @@ def run_on_ray(address, factory, args, tasks, workers, threads, record) -> int:
                 running[actor.run.remote(*task)] = (actor, task)
             if not running:
                 break
-            ready, _ = ray.wait(list(running), num_returns=1)
+            ready, _ = ray.wait(list(running), num_returns=1, timeout=HEAD_CHECK_S)
+            if not ready:
+                # Nothing back for a while: is the head still there? Without it ray.wait would
+                # wait on, until Ray's own reconnect timeout (60 s) ends this process.
+                try:
+                    check_answers(gcs, timeout=HEAD_CHECK_S)
+                except ValueError as e:
+                    lost = True
+                    raise WorkerDied("the Ray cluster '%s' stopped answering (%s)" % (address, e)) from None
+                continue
             actor, task = running.pop(ready[0])
             try:
                 result, entry = ray.get(ready[0])
             except ray.exceptions.RayActorError:
                 retries[task[0]] = retries.get(task[0], 0) + 1
                 if retries[task[0]] > MAX_RETRIES:
-                    raise ValueError("shard %d: its Ray worker died %d times; the finished shards are kept"
-                                     % (task[0], MAX_RETRIES + 1)) from None
+                    raise WorkerDied("shard %d: its Ray worker died %d times" % (task[0], MAX_RETRIES + 1)) from None
                 queue.appendleft(task)      # to another actor, first
                 idle.append(spawn())        # and a new actor in the dead one's place
                 continue
@@ -100,8 +139,18 @@ def run_on_ray(address, factory, args, tasks, workers, threads, record) -> int:
             record(result, entry)
             idle.append(actor)
         return sum(retries.values())
+    except (OSError, ray.exceptions.RaySystemError) as e:
+        # The head stopped (its GCS gone): the driver's channels to it break.
+        lost = True
+        raise WorkerDied("the Ray cluster '%s' stopped answering (%s)" % (address, _first_line(e))) from None
     finally:
-        for actor in idle + [a for a, _ in running.values()]:
-            ray.kill(actor)
-        if started:
-            ray.shutdown()
+        if not lost:             # a cluster that is gone has no actors to kill, and no one to say goodbye to
+            for actor in idle + [a for a, _ in running.values()]:
+                ray.kill(actor)
+            if started:
+                ray.shutdown()
+
+
+def _first_line(e) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__

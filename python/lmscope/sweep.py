@@ -39,6 +39,7 @@ from typing import List, Optional, Sequence, Union
 
 from . import corpus as _corpus
 from ._core import write_file_atomic
+from .collection_pool import WorkerDied, run_local
 
 __all__ = ["sweep_pairs", "sweep_corpus", "main"]
 
@@ -126,30 +127,30 @@ def find_tool(name: str, tools: Optional[str] = None) -> str:
 
 
 # ---- running the shards --------------------------------------------------------------------------
-def _run(kind, tool, argv, tasks, num_shards, workers, threads, ray, progress, label) -> dict:
-    """{shard index: result} of every shard: in this process (one worker, no Ray), on local
-    worker processes, or on Ray actors."""
-    results = {}
+def _run(kind, tool, argv, tasks, num_shards, workers, threads, ray, progress, label):
+    """({shard index: result} of every shard, how many shards went to another Ray actor
+    because theirs died): in this process (one worker, no Ray), on local worker processes,
+    or on Ray actors."""
+    results, retried = {}, 0
     bar = _Progress(label, num_shards, progress)
 
     def record(result, entry):
         results[entry["index"]] = result
         bar.shard_done()
 
-    if ray is not None:
-        from .collection_ray import run_on_ray
-        run_on_ray(ray, tool_worker, (kind, tool, argv), tasks, workers, threads or 1, record)
-    elif workers == 1:
-        worker = ToolWorker(kind, tool, argv)
-        for index, payload in tasks:
-            record(*worker.run(index, payload))
-    else:
-        from .collection_pool import WorkerDied, run_local
-        try:
+    try:
+        if ray is not None:
+            from .collection_ray import run_on_ray
+            retried = run_on_ray(ray, tool_worker, (kind, tool, argv), tasks, workers, threads or 1, record)
+        elif workers == 1:
+            worker = ToolWorker(kind, tool, argv)
+            for index, payload in tasks:
+                record(*worker.run(index, payload))
+        else:
             run_local(tool_worker, (kind, tool, argv), tasks, workers, threads, record)
-        except WorkerDied as e:
-            raise ValueError("%s; run the same command again" % e) from None
-    return results
+    except WorkerDied as e:
+        raise ValueError("%s; nothing was merged: run the same command again" % e) from None
+    return results, retried
 
 
 # ---- pairs ---------------------------------------------------------------------------------------
@@ -171,15 +172,16 @@ def sweep_pairs(model: str, pairs: str, sites: str = "resid_pre,attn_out,ffn_out
     if json_out:
         _check_output(json_out)
     spans = [(s, min(s + pairs_per_shard, count)) for s in range(0, count, pairs_per_shard)]
-    results = _run("pairs", tool, argv, list(enumerate(spans)), len(spans), workers, threads, ray, progress, "patch")
+    results, retried = _run("pairs", tool, argv, list(enumerate(spans)), len(spans), workers, threads, ray, progress,
+                            "patch")
     merged = [p for i in range(len(spans)) for p in results[i]["pairs"]]
     columns = {site: g["columns"] for site, g in results[0]["sites"].items()}
     out = {"pairs_file": pairs, "num_pairs": len(merged), "pairs": merged,
            "sites": {site: dict(columns=c, **pair_statistics([p["normalized"][site] for p in merged]))
                      for site, c in columns.items()},
-           "pairs_per_shard": pairs_per_shard, "num_shards": len(spans)}
+           "pairs_per_shard": pairs_per_shard, "num_shards": len(spans), "shards_retried": retried}
     if json_out:
-        write_file_atomic(json_out, (json.dumps(out, indent=1) + "\n").encode())
+        write_file_atomic(os.fspath(json_out), (json.dumps(out, indent=1) + "\n").encode())
     return out
 
 
@@ -240,8 +242,8 @@ def sweep_corpus(model: str, corpus: str, format: str = "auto", field: str = "te
     for path in filter(None, (json_out, per_doc)):
         _check_output(path)
     num_shards = (summary.documents + docs_per_shard - 1) // docs_per_shard
-    results = _run("corpus", tool, argv, _corpus_shards(corpus, kind, field, docs_per_shard), num_shards, workers,
-                   threads, ray, progress, "score")
+    results, retried = _run("corpus", tool, argv, _corpus_shards(corpus, kind, field, docs_per_shard), num_shards,
+                            workers, threads, ray, progress, "score")
     docs = [d for i in range(num_shards) for d in results[i]["docs"]]
     if not docs:
         raise ValueError("%s: no document has two tokens: nothing to predict" % corpus)
@@ -260,11 +262,11 @@ def sweep_corpus(model: str, corpus: str, format: str = "auto", field: str = "te
         out["loss_intervened"] = nll_edited / predicted
         out["perplexity_intervened"] = math.exp(nll_edited / predicted)
         out["difference"] = out["loss_intervened"] - out["loss"]
-    out.update(docs_per_shard=docs_per_shard, num_shards=num_shards)
+    out.update(docs_per_shard=docs_per_shard, num_shards=num_shards, shards_retried=retried)
     if per_doc:
-        write_file_atomic(per_doc, "".join(json.dumps(d) + "\n" for d in docs).encode())
+        write_file_atomic(os.fspath(per_doc), "".join(json.dumps(d) + "\n" for d in docs).encode())
     if json_out:
-        write_file_atomic(json_out, (json.dumps(out, indent=1) + "\n").encode())
+        write_file_atomic(os.fspath(json_out), (json.dumps(out, indent=1) + "\n").encode())
     return out
 
 
