@@ -105,10 +105,15 @@ class ToolWorker:
         return r.stdout
 
 
+# prctl(2), looked up here: between fork and exec the child (of a worker that may run threads)
+# makes this one C call and nothing else.
+_PRCTL, _PR_SET_PDEATHSIG, _SIGKILL = ctypes.CDLL(None, use_errno=True).prctl, 1, int(signal.SIGKILL)
+
+
 def _die_with_parent():
-    """The tool dies with its worker (prctl PR_SET_PDEATHSIG): a killed worker leaves no
-    tool running on a shard that another worker now runs."""
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    """The tool dies with its worker (PR_SET_PDEATHSIG): a killed worker leaves no tool
+    running on a shard that another worker now runs."""
+    _PRCTL(_PR_SET_PDEATHSIG, _SIGKILL)
 
 
 def find_tool(name: str, tools: Optional[str] = None) -> str:
