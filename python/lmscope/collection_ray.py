@@ -100,7 +100,9 @@ def run_on_ray(address, factory, args, tasks, workers, threads, record) -> int:
     remote = ray.remote(num_cpus=threads, max_restarts=0,
                         runtime_env={"env_vars": {"OMP_NUM_THREADS": str(threads)}})(RayWorker)
     spawn = lambda: remote.remote(factory, args)
-    gcs, lost = ray.get_runtime_context().gcs_address, False
+    # The head's address as this driver reaches it (through Ray Client, ray://, it may not).
+    gcs = None if address.startswith("ray://") else ray.get_runtime_context().gcs_address
+    lost = False
     actors = [spawn() for _ in range(workers)]
     idle, running, queue, retries = list(actors), {}, deque(), {}
     source = iter(tasks)
@@ -119,7 +121,8 @@ def run_on_ray(address, factory, args, tasks, workers, threads, record) -> int:
                 # Nothing back for a while: is the head still there? Without it ray.wait would
                 # wait on, until Ray's own reconnect timeout (60 s) ends this process.
                 try:
-                    check_answers(gcs, timeout=HEAD_CHECK_S)
+                    if gcs:
+                        check_answers(gcs, timeout=HEAD_CHECK_S)
                 except ValueError as e:
                     lost = True
                     raise WorkerDied("the Ray cluster '%s' stopped answering (%s)" % (address, e)) from None
