@@ -14,6 +14,8 @@ Prints tokens/s of:
   ray       with --ray: the same two workers as Ray actors on a local cluster of two nodes of
             one CPU each (ray.cluster_utils.Cluster; needs ray).
 Each collect row times the whole call: model load and sha256, the corpus scan, the shards.
+The rows run in turn, --repeat rounds, and each keeps its fastest round (the one the machine's
+other work disturbed least), printed with the load average before and after it.
 Besides wall-clock tokens/s, each local row gives tokens per CPU-second (this process's CPU
 time, plus its finished worker processes'): on a machine others load, the wall clock measures
 them too, the CPU time mostly not.
@@ -40,6 +42,7 @@ def main():
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--hooks", default="layers.10.resid_post,layers.20.resid_post")
     p.add_argument("--ray", action="store_true", help="also time a local two-node Ray cluster")
+    p.add_argument("--repeat", type=int, default=1, help="rounds of every row; each row keeps its fastest")
     a = p.parse_args()
     if os.environ.get("OMP_NUM_THREADS") != "1":
         sys.exit("run with OMP_NUM_THREADS=1 (one thread per worker is what is compared)")
@@ -59,49 +62,60 @@ def main():
         pieces.sort(key=len)
         batches += [pieces[b:b + a.batch_size] for b in range(0, len(pieces), a.batch_size)]
     tokens = sum(len(x) for b in batches for x in b)
-    t0, c0 = time.perf_counter(), cpu_seconds()
-    for b in batches:
-        worker.model._run(b, names="", keep_steps=0, max_new_tokens=1, padding_side="left")
-    bare = tokens / (time.perf_counter() - t0)
-    bare_cpu = tokens / (cpu_seconds() - c0)
-    del worker
 
-    rates, cpu = {}, {}
-    runs = [(1, None), (2, None)]
+    rows = ["bare", (1, None), (2, None)]
+    cluster = None
     if a.ray:
         from ray.cluster_utils import Cluster
         cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
         cluster.add_node(num_cpus=1)
-        runs.append((2, cluster.address))
-    for workers, ray in runs:
-        out = os.path.join(tmp, "acts-%d-%s" % (workers, "ray" if ray else "local"))
-        t0, c0 = time.perf_counter(), cpu_seconds()
-        m = lmscope.collect(a.model, corpus, out, a.hooks, docs_per_shard=a.docs_per_shard, batch_size=a.batch_size,
-                            workers=workers, threads=1, progress=False, ray=ray)
-        rates[workers, ray] = m["tokens"] / (time.perf_counter() - t0)
-        cpu[workers, ray] = m["tokens"] / (cpu_seconds() - c0)
-        assert m["tokens"] == tokens
-    if a.ray:
+        rows.append((2, cluster.address))
+    # Rows in turn, --repeat rounds; each row keeps its fastest round (the one others disturbed
+    # least), with the load average around it.
+    rates, cpu, loads = {}, {}, {}
+    for round_ in range(a.repeat):
+        for row in rows:
+            before = load1()
+            t0, c0 = time.perf_counter(), cpu_seconds()
+            if row == "bare":
+                for b in batches:
+                    worker.model._run(b, names="", keep_steps=0, max_new_tokens=1, padding_side="left")
+            else:
+                workers, ray = row
+                out = os.path.join(tmp, "acts-%d-%s-%d" % (workers, "ray" if ray else "local", round_))
+                m = lmscope.collect(a.model, corpus, out, a.hooks, docs_per_shard=a.docs_per_shard,
+                                    batch_size=a.batch_size, workers=workers, threads=1, progress=False, ray=ray)
+                assert m["tokens"] == tokens
+            rate = tokens / (time.perf_counter() - t0)
+            if rate > rates.get(row, 0):
+                rates[row], cpu[row], loads[row] = rate, tokens / (cpu_seconds() - c0), (before, load1())
+    if cluster:
         cluster.shutdown()
-    print("%d documents, %d tokens, hooks %s, batch %d, %d documents per shard"
-          % (len(docs), tokens, a.hooks, a.batch_size, a.docs_per_shard))
+    print("%d documents, %d tokens, hooks %s, batch %d, %d documents per shard, best of %d rounds"
+          % (len(docs), tokens, a.hooks, a.batch_size, a.docs_per_shard, a.repeat))
     print("load average before: %s" % LOAD)
-    print("| run | tokens/s (wall) | ratio | tokens per CPU-second | ratio |")
-    print("| --- | ---: | ---: | ---: | ---: |")
-    print("| bare forward, 1 thread | %.0f | 1.00 | %.0f | 1.00 |" % (bare, bare_cpu))
+    print("| run | tokens/s (wall) | ratio | tokens per CPU-second | ratio | load average (1 min), start / end |")
+    print("| --- | ---: | ---: | ---: | ---: | --- |")
+    span = lambda key: "%.2f / %.2f" % loads[key]
+    bare, bare_cpu = rates["bare"], cpu["bare"]
+    print("| bare forward, 1 thread | %.0f | 1.00 | %.0f | 1.00 | %s |" % (bare, bare_cpu, span("bare")))
     one, two = rates[1, None], rates[2, None]
-    print("| collect, 1 worker | %.0f | %.2f of bare | %.0f | %.2f of bare |"
-          % (one, one / bare, cpu[1, None], cpu[1, None] / bare_cpu))
-    print("| collect, 2 workers x 1 thread | %.0f | %.2f x 1 worker | %.0f | %.2f of bare |"
-          % (two, two / one, cpu[2, None], cpu[2, None] / bare_cpu))
-    for (workers, ray), rate in rates.items():
-        if ray:
-            print("| collect on Ray, 2 nodes x 1 actor x 1 thread | %.0f | %.2f of 2 local workers | | |"
-                  % (rate, rate / two))
+    print("| collect, 1 worker | %.0f | %.2f of bare | %.0f | %.2f of bare | %s |"
+          % (one, one / bare, cpu[1, None], cpu[1, None] / bare_cpu, span((1, None))))
+    print("| collect, 2 workers x 1 thread | %.0f | %.2f x 1 worker | %.0f | %.2f of bare | %s |"
+          % (two, two / one, cpu[2, None], cpu[2, None] / bare_cpu, span((2, None))))
+    for row in rows[3:]:
+        print("| collect on Ray, 2 nodes x 1 actor x 1 thread | %.0f | %.2f of 2 local workers | | | %s |"
+              % (rates[row], rates[row] / two, span(row)))
     print("load average after: %s" % open("/proc/loadavg").read().strip())
 
 
 LOAD = open("/proc/loadavg").read().strip()
+
+
+def load1() -> float:
+    """The 1-minute load average: how many others shared the cores while a row ran."""
+    return float(open("/proc/loadavg").read().split()[0])
 
 
 def cpu_seconds() -> float:

@@ -128,6 +128,9 @@ nlohmann::ordered_json pairs_json(const PatchPairsSweep& s, const std::vector<Pa
     p["corrupt_ids"] = s.pairs[i].corrupt;
     p["clean_metric"] = s.pairs[i].clean_metric;
     p["corrupt_metric"] = s.pairs[i].corrupt_metric;
+    // The pair's own cells: what a merge of several runs over parts of the file sums
+    // (python/lmscope/sweep.py), to the same doubles as one run's statistics.
+    for (const PatchGrid& g : s.pairs[i].grids) p["normalized"][g.site] = matrix_json(g.normalized);
     j["pairs"].push_back(p);
   }
   j["cells"] = s.cells;
@@ -259,9 +262,24 @@ struct PairsProgress {
   }
 };
 
+// --only-pairs RANGES: those pairs (0-based, in file order, blank lines not counted) of the whole
+// file, which is still read and checked whole: a sweep spread over workers gives each a part.
+std::vector<PatchPair> only_pairs(std::vector<PatchPair> all, const std::string& ranges, const std::string& file) {
+  if (ranges.empty()) return all;
+  std::vector<PatchPair> out;
+  for (int i : parse_ranges(ranges)) {
+    if (size_t(i) >= all.size())
+      throw std::runtime_error(file + ": --only-pairs " + ranges + ": the file has " + std::to_string(all.size()) +
+                               " pairs (0.." + std::to_string(all.size() - 1) + ")");
+    out.push_back(std::move(all[size_t(i)]));
+  }
+  return out;
+}
+
 // --pairs FILE: every pair swept, then the mean and spread per cell.
-int run_pairs(cli::ToolModel& tm, const cli::ModelArgs& margs, const std::string& file, const std::string& metric,
-              PatchSweepOptions opt, const std::string& json_out, const std::string& svg, bool quiet) {
+int run_pairs(cli::ToolModel& tm, const cli::ModelArgs& margs, const std::string& file, const std::string& ranges,
+              const std::string& metric, PatchSweepOptions opt, const std::string& json_out, const std::string& svg,
+              bool quiet) {
   const tok::Tokenizer* tk = tm.tokenizer ? &*tm.tokenizer : nullptr;
   EncodeFn encode;
   if (tk)   // as --clean/--corrupt are encoded (tools/model_args.h): BOS, or the chat template
@@ -269,7 +287,8 @@ int run_pairs(cli::ToolModel& tm, const cli::ModelArgs& margs, const std::string
       if (!margs.chat) return tk->encode(text, true);
       return tk->encode(tok::format_chat(*tk, {tok::ChatMessage{"user", text}}, true, tok::parse_chat_format(margs.chat_format)), false);
     };
-  const std::vector<PatchPair> pairs = read_patch_pairs(file, encode, tk, metric, tm.loaded.cfg.vocab_size);
+  const std::vector<PatchPair> pairs =
+      only_pairs(read_patch_pairs(file, encode, tk, metric, tm.loaded.cfg.vocab_size), ranges, file);
   PairsProgress progress;
   progress.pairs = pairs.size();
   PairsProgressFn on_forward;
@@ -298,7 +317,7 @@ int main(int argc, char** argv) {
   cli::ModelArgs margs;   // --model, --chat, --backend ... (--prompt / --prompt-ids: clean first, then corrupted)
   margs.add_to(app);
   std::string clean, corrupt, clean_ids, corrupt_ids, metric, sites = "resid_pre,attn_out,ffn_out,attn.z", json_out, svg,
-      pairs_file, method = "activation", path_to;
+      pairs_file, method = "activation", path_to, pair_ranges;
   int rows = 32;
   bool quiet = false;
   app.add_option("--clean", clean, "the clean prompt (text)");
@@ -308,6 +327,8 @@ int main(int argc, char** argv) {
   app.add_option("--pairs", pairs_file,
                  "a JSONL file of pairs, one a line: {\"clean\"|\"clean_ids\", \"corrupt\"|\"corrupt_ids\", \"metric\"}; "
                  "each cell averaged over the pairs, with its spread");
+  app.add_option("--only-pairs", pair_ranges,
+                 "with --pairs: sweep only these pairs (0-based, e.g. 0-3,7); the whole file is still checked");
   app.add_option("--metric", metric,
                  "logit_diff:pos=P:A,B, logprob:pos=P:A, prob:pos=P:A, loss:FROM:TO (lmscope-trace --grad's), or at the last "
                  "position logit-diff:\" Paris\",\" Rome\" and prob:\" Paris\" (ids: #123); with --pairs, for the pairs "
@@ -330,6 +351,7 @@ int main(int argc, char** argv) {
   if (auto code = cli::parse(app, argc, argv, "lmscope-patch")) return *code;
   if (!margs.prompts.empty() || !margs.prompt_ids.empty())
     return cli::usage_error("lmscope-patch", "give the prompts as --clean/--corrupt, not --prompt");
+  if (!pair_ranges.empty() && pairs_file.empty()) return cli::usage_error("lmscope-patch", "--only-pairs needs --pairs");
   if (!pairs_file.empty()) {
     if (!clean.empty() || !clean_ids.empty() || !corrupt.empty() || !corrupt_ids.empty())
       return cli::usage_error("lmscope-patch", "--pairs gives the prompts: no --clean/--corrupt beside it");
@@ -368,7 +390,7 @@ int main(int argc, char** argv) {
         if (!pairs_file.empty()) require_output_target(svg_path(svg, site, "sd"));
         if (opt.attribution) require_output_target(svg_path(svg, site, "attribution"));
       }
-    if (!pairs_file.empty()) return run_pairs(*tm, margs, pairs_file, metric, opt, json_out, svg, quiet);
+    if (!pairs_file.empty()) return run_pairs(*tm, margs, pairs_file, pair_ranges, metric, opt, json_out, svg, quiet);
 
     // prompts are ids first, then texts: put clean before corrupted again
     const bool clean_first = !clean_ids.empty() || corrupt_ids.empty();

@@ -126,6 +126,7 @@ int score_data(cli::ToolModel& tm, const cli::ModelArgs& margs, const CorpusArgs
       j["nll_sum"] = d.nll_sum;
       j["loss"] = d.nll_sum / double(d.predicted);
       if (s.edited) {
+        j["nll_sum_intervened"] = d.nll_sum_edited;   // summed as the corpus's loss is (sweep.py)
         j["loss_intervened"] = d.nll_sum_edited / double(d.predicted);
         j["difference"] = (d.nll_sum_edited - d.nll_sum) / double(d.predicted);
       }

@@ -10,6 +10,7 @@
     logits, cache, grads = m.run_with_grads(prompt, "logit_diff:pos=-1: Paris, Rome")   # docs/gradients.md
     lmscope.collect(path, "corpus.txt", "acts/", hooks=["layers.15.resid_post"])   # docs/collect.md
     lmscope.ActivationDataset("acts/").batches(4096)
+    lmscope.sweep_pairs(path, "ioi.jsonl", sites="resid_pre", workers=2)         # docs/collect.md
 
 Every run is lmscope-trace's run (generate() with Hugging Face's semantics, the same hook
 points and interventions); m.trace(..., out="t.h5") writes the very file lmscope-trace writes.
@@ -33,6 +34,7 @@ from .interventions import Add, Intervention, Mean, Patch, Scale, Zero  # noqa: 
 from .attention_view import AttentionView, attention_view  # noqa: F401
 from .activation_dataset import ActivationDataset  # noqa: F401
 from .collection import collect  # noqa: F401
+from .sweep import sweep_corpus, sweep_pairs  # noqa: F401
 from .attribution import (Attribution, Decomposition, attribution_hooks, decompose,  # noqa: F401
                           head_results, logit_attribution)
 from .attribution_patching import attribution_patching  # noqa: F401,E402
@@ -40,6 +42,7 @@ from .patching import PatchGrid, PatchSweep, patch_sweep  # noqa: F401,E402
 
 __all__ = ["Model", "ActivationCache", "Generation", "Tokens", "Trace",
            "Intervention", "Zero", "Scale", "Mean", "Patch", "Add", "collect", "ActivationDataset",
+           "sweep_pairs", "sweep_corpus",
            "attribution_hooks", "logit_attribution", "decompose", "head_results", "Attribution", "Decomposition",
            "attribution_patching", "patch_sweep", "PatchSweep", "PatchGrid"]
 

@@ -80,6 +80,11 @@ def as_rows(values: np.ndarray, axes: str) -> np.ndarray:
     return moved.reshape(moved.shape[0], moved.shape[1], -1)
 
 
+def shard_worker(model: str, options: dict) -> "ShardWorker":
+    """A ShardWorker in a worker process or a Ray actor (collection_pool.py, collection_ray.py)."""
+    return ShardWorker(model, Options(**options))
+
+
 class ShardWorker:
     def __init__(self, model, options: Options):
         """model: a path (loaded here, as the options say) or an lmscope.Model already loaded."""
@@ -141,6 +146,10 @@ class ShardWorker:
         entry["documents"] = len(docs)
         entry["tokens"] = sum(len(p[2]) for p in pieces)
         return data, entry
+
+    def run(self, index: int, docs):
+        """The pools' name for a shard's work (collection_pool.py, collection_ray.py)."""
+        return self.collect(index, docs)
 
     def _forward(self, batch, keys) -> Dict[int, Dict[str, np.ndarray]]:
         """One left-padded forward of the batch's pieces; per piece its rows: the fields and

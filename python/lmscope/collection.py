@@ -13,10 +13,8 @@ a different model, corpus or option is refused in one line. A lock file keeps a 
 collection out of the directory while one runs.
 """
 import argparse
-import concurrent.futures as futures
 import fcntl
 import hashlib
-import multiprocessing
 import os
 import sys
 import time
@@ -25,7 +23,8 @@ from typing import Iterator, List, Optional, Sequence, Tuple, Union
 from . import corpus as _corpus
 from . import names as _names
 from . import shards
-from .collect_worker import LONG_POLICIES, Options, ShardWorker, hook_layout, parse_slice
+from .collect_worker import LONG_POLICIES, Options, ShardWorker, hook_layout, parse_slice, shard_worker
+from .collection_pool import WorkerDied, run_local
 
 __all__ = ["collect", "main"]
 
@@ -86,18 +85,22 @@ def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]],
         bar = _Progress(counts["tokens"], manifest["num_shards"], progress)
         bar.skip(sum(e["tokens"] for e in manifest["shards"]), len(manifest["shards"]))
         tasks = _shard_tasks(corpus, kind, field, docs_per_shard, set(todo))
-        if not todo:
-            pass                       # every shard is done: nothing to load
-        elif ray is not None:
-            from .collection_ray import run_on_ray
-            retried = run_on_ray(ray, model, options, tasks, workers, threads or 1,
-                                 lambda data, entry: _record(out, manifest, data, entry, bar))
-            manifest["shards_retried"] = manifest.get("shards_retried", 0) + retried   # on another worker
-        elif workers == 1:
-            for index, docs in tasks:
-                _record(out, manifest, *in_process.collect(index, docs, on_batch=bar.advance), bar, batched=True)
-        else:
-            _run_pool(model, options, out, manifest, tasks, workers, threads, bar)
+        record = lambda data, entry: _record(out, manifest, data, entry, bar)
+        try:
+            if not todo:
+                pass                       # every shard is done: nothing to load
+            elif ray is not None:
+                from .collection_ray import run_on_ray
+                retried = run_on_ray(ray, shard_worker, (model, options.as_dict()), tasks, workers, threads or 1,
+                                     record)
+                manifest["shards_retried"] = manifest.get("shards_retried", 0) + retried   # on another worker
+            elif workers == 1:
+                for index, docs in tasks:
+                    _record(out, manifest, *in_process.collect(index, docs, on_batch=bar.advance), bar, batched=True)
+            else:
+                run_local(shard_worker, (model, options.as_dict()), tasks, workers, threads, record)
+        except WorkerDied as e:
+            raise ValueError("%s; the finished shards are kept: run the same command again to resume" % e) from None
         manifest["complete"] = len(manifest["shards"]) == manifest["num_shards"]
         shards.write_manifest(os.path.join(out, shards.MANIFEST), manifest)
         bar.finish()
@@ -223,54 +226,6 @@ def _count_pieces(worker: ShardWorker, docs) -> dict:
         counts["long"] += len(pieces) > 1 or dropped > 0
         counts["dropped"] += dropped
     return counts
-
-
-_WORKER = None   # the worker process's ShardWorker
-
-
-def _start_worker(model, options_dict):
-    global _WORKER
-    _WORKER = ShardWorker(model, Options(**options_dict))
-
-
-def _worker_collect(index, docs):
-    return _WORKER.collect(index, docs)
-
-
-def _run_pool(model, options, out, manifest, tasks, workers, threads, bar) -> None:
-    """Local worker processes, each one Model with `threads` OpenMP threads, at most two
-    shards in flight per worker (memory stays bounded whatever the corpus). A worker that
-    dies ends the run in one line; the finished shards stay and a rerun resumes."""
-    threads = threads or max(1, (os.cpu_count() or 1) // workers)
-    saved = os.environ.get("OMP_NUM_THREADS")
-    os.environ["OMP_NUM_THREADS"] = str(threads)     # read by each worker's OpenMP at start
-    try:
-        pool = futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                           initializer=_start_worker, initargs=(model, options.as_dict()))
-    finally:
-        if saved is None:
-            del os.environ["OMP_NUM_THREADS"]
-        else:
-            os.environ["OMP_NUM_THREADS"] = saved
-    with pool:
-        pending = set()
-        for index, docs in tasks:
-            pending.add(pool.submit(_worker_collect, index, docs))
-            if len(pending) >= 2 * workers:
-                pending = _drain(pending, out, manifest, bar, futures.FIRST_COMPLETED)
-        _drain(pending, out, manifest, bar, futures.ALL_COMPLETED)
-
-
-def _drain(pending, out, manifest, bar, when):
-    done, rest = futures.wait(pending, return_when=when)
-    for f in done:
-        try:
-            data, entry = f.result()
-        except futures.process.BrokenProcessPool:
-            raise ValueError("a worker process died (killed, or out of memory); the finished shards are kept: "
-                             "run the same command again to resume") from None
-        _record(out, manifest, data, entry, bar)
-    return rest
 
 
 # ---- checks -------------------------------------------------------------------------------------

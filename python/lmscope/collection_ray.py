@@ -1,33 +1,36 @@
-"""lmscope.collect on a Ray cluster (collect(..., ray="auto" | ADDRESS), lmscope-collect --ray):
-the same shards as local worker processes, computed by Ray actors (docs/collect.md, "Ray").
+"""Shards on a Ray cluster: lmscope.collect(..., ray="auto" | ADDRESS), lmscope-collect --ray,
+and the sweeps over a dataset (sweep.py, lmscope-sweep --ray): the same shards as local worker
+processes (collection_pool.py), computed by Ray actors (docs/collect.md, "Ray").
 
-Each actor holds one ShardWorker (one lmscope.Model, loaded once) and asks Ray for `threads`
-CPUs, which are its OpenMP threads. A shard is the unit of work: an idle actor gets the next
-one, and returns the shard's bytes; this process writes them (the one atomic writer) and the
-manifest, so the workers need no access to the output directory. When an actor dies (its
-process killed, its node lost), its shard goes back to the front of the queue for another
-actor and a new actor is started in its place; a shard is recorded only when it has come back
-whole, so nothing is lost and nothing is written twice. Ray is an optional extra of the
-package: pip install './python[ray]'.
+Each actor holds one worker, built once by factory(*args) (for a collection a ShardWorker: one
+lmscope.Model, loaded once) and asks Ray for `threads` CPUs, which are its OpenMP threads. A
+shard is the unit of work: an idle actor gets the next one and returns its result; this
+process records it (for a collection: the one atomic writer, then the manifest), so the
+workers need no access to the output. When an actor dies (its process killed, its node lost),
+its shard goes back to the front of the queue for another actor and a new actor is started in
+its place; a shard is recorded only when it has come back whole, so nothing is lost and
+nothing is recorded twice. Ray is an optional extra of the package: pip install './python[ray]'.
 """
 import os
 import socket
+import time
 from collections import deque
 
-from .collect_worker import Options, ShardWorker
+from .collection_pool import WorkerDied
 
 CONNECT_TIMEOUT_S = 10   # an address that does not answer within this is refused
 MAX_RETRIES = 3          # a shard whose actor died this many times ends the run
+HEAD_CHECK_S = 2         # while no shard comes back, the head is asked this often whether it is there
 
 
-class RayShardWorker:
-    """The actor: one Model, one shard at a time."""
+class RayWorker:
+    """The actor: one worker, one shard at a time."""
 
-    def __init__(self, model: str, options: dict):
-        self.worker = ShardWorker(model, Options(**options))
+    def __init__(self, factory, args):
+        self.worker = factory(*args)
 
-    def collect(self, index, docs):
-        return self.worker.collect(index, docs)
+    def run(self, index, payload):
+        return self.worker.run(index, payload)
 
     def pid(self) -> int:
         return os.getpid()
@@ -44,12 +47,7 @@ def connect(address: str):
     if ray.is_initialized():
         return ray, False
     if address != "auto" and not address.startswith("ray://"):
-        host, _, port = address.rpartition(":")
-        try:
-            socket.create_connection((host or "127.0.0.1", int(port)), timeout=CONNECT_TIMEOUT_S).close()
-        except (OSError, ValueError) as e:
-            raise ValueError("the Ray address '%s' does not answer within %d s (%s)"
-                             % (address, CONNECT_TIMEOUT_S, e)) from None
+        check_answers(address)
     # The workers import this very package: from the folder it was imported from.
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
@@ -61,15 +59,50 @@ def connect(address: str):
     return ray, True
 
 
-def run_on_ray(address, model, options: Options, tasks, workers, threads, record) -> int:
-    """Runs the shards of `tasks` ((index, docs) pairs, streamed) on `workers` actors of
-    `threads` CPUs each; record(data, entry) is called for each finished shard, in this
-    process. At most one shard per actor is held here besides the queue of returned ones.
-    Returns how many times a shard was given to another actor because its own died."""
+# HTTP/2's client connection preface and an empty SETTINGS frame (RFC 9113, 3.4 and 6.5).
+_HTTP2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def check_answers(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """ValueError in one line unless `address` ("host:port") answers as a Ray head within
+    `timeout` seconds. The head's GCS is a gRPC server, which answers a client's HTTP/2 preface
+    with a SETTINGS frame (type 4, the frame header's fourth byte). A closed port is refused at
+    once; a port that accepts and never speaks would hang ray.init for minutes."""
+    host, _, port = address.rpartition(":")
+    deadline = time.monotonic() + timeout
+    head = b""
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout) as s:
+            s.sendall(_HTTP2_HELLO)
+            while len(head) < 4:
+                s.settimeout(max(0.01, deadline - time.monotonic()))
+                got = s.recv(64)
+                if not got:
+                    break
+                head += got
+    except socket.timeout:
+        raise ValueError("the Ray address '%s' does not answer within %g s (it accepts and stays silent)"
+                         % (address, timeout)) from None
+    except (OSError, ValueError) as e:
+        raise ValueError("the Ray address '%s' does not answer within %g s (%s)" % (address, timeout, e)) from None
+    if len(head) < 4 or head[3] != 4:
+        raise ValueError("the Ray address '%s' answers, but not as a Ray head (no gRPC server there)" % address)
+
+
+def run_on_ray(address, factory, args, tasks, workers, threads, record) -> int:
+    """Runs the shards of `tasks` ((index, payload) pairs, streamed) on `workers` actors of
+    `threads` CPUs each, each holding factory(*args); record(result, entry) is called for
+    each finished shard, in this process. At most one shard per actor is held here besides
+    the queue of returned ones. Returns how many times a shard was given to another actor
+    because its own died. WorkerDied (one line) when a shard's actor died MAX_RETRIES + 1
+    times or the cluster stopped answering; what was recorded stays recorded."""
     ray, started = connect(address)
     remote = ray.remote(num_cpus=threads, max_restarts=0,
-                        runtime_env={"env_vars": {"OMP_NUM_THREADS": str(threads)}})(RayShardWorker)
-    spawn = lambda: remote.remote(model, options.as_dict())
+                        runtime_env={"env_vars": {"OMP_NUM_THREADS": str(threads)}})(RayWorker)
+    spawn = lambda: remote.remote(factory, args)
+    # The head's address as this driver reaches it (through Ray Client, ray://, it may not).
+    gcs = None if address.startswith("ray://") else ray.get_runtime_context().gcs_address
+    lost = False
     actors = [spawn() for _ in range(workers)]
     idle, running, queue, retries = list(actors), {}, deque(), {}
     source = iter(tasks)
@@ -80,28 +113,47 @@ def run_on_ray(address, model, options: Options, tasks, workers, threads, record
                 if task is None:
                     break
                 actor = idle.pop()
-                running[actor.collect.remote(*task)] = (actor, task)
+                running[actor.run.remote(*task)] = (actor, task)
             if not running:
                 break
-            ready, _ = ray.wait(list(running), num_returns=1)
+            ready, _ = ray.wait(list(running), num_returns=1, timeout=HEAD_CHECK_S)
+            if not ready:
+                # Nothing back for a while: is the head still there? Without it ray.wait would
+                # wait on, until Ray's own reconnect timeout (60 s) ends this process.
+                try:
+                    if gcs:
+                        check_answers(gcs, timeout=HEAD_CHECK_S)
+                except ValueError as e:
+                    lost = True
+                    raise WorkerDied("the Ray cluster '%s' stopped answering (%s)" % (address, e)) from None
+                continue
             actor, task = running.pop(ready[0])
             try:
-                data, entry = ray.get(ready[0])
+                result, entry = ray.get(ready[0])
             except ray.exceptions.RayActorError:
                 retries[task[0]] = retries.get(task[0], 0) + 1
                 if retries[task[0]] > MAX_RETRIES:
-                    raise ValueError("shard %d: its Ray worker died %d times; the finished shards are kept"
-                                     % (task[0], MAX_RETRIES + 1)) from None
+                    raise WorkerDied("shard %d: its Ray worker died %d times" % (task[0], MAX_RETRIES + 1)) from None
                 queue.appendleft(task)      # to another actor, first
                 idle.append(spawn())        # and a new actor in the dead one's place
                 continue
             except ray.exceptions.RayTaskError as e:
                 raise (e.cause if isinstance(e.cause, ValueError) else ValueError(str(e).splitlines()[0])) from None
-            record(data, entry)
+            record(result, entry)
             idle.append(actor)
         return sum(retries.values())
+    except (OSError, ray.exceptions.RaySystemError) as e:
+        # The head stopped (its GCS gone): the driver's channels to it break.
+        lost = True
+        raise WorkerDied("the Ray cluster '%s' stopped answering (%s)" % (address, _first_line(e))) from None
     finally:
-        for actor in idle + [a for a, _ in running.values()]:
-            ray.kill(actor)
-        if started:
-            ray.shutdown()
+        if not lost:             # a cluster that is gone has no actors to kill, and no one to say goodbye to
+            for actor in idle + [a for a, _ in running.values()]:
+                ray.kill(actor)
+            if started:
+                ray.shutdown()
+
+
+def _first_line(e) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__

@@ -16,7 +16,7 @@ with one line naming the file, the line and what is wrong (CorpusError, a ValueE
 import hashlib
 import os
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Union
+from typing import Iterator, List, Optional, Tuple, Union
 
 from ._core import corpus_document as _corpus_document
 
@@ -62,6 +62,14 @@ def documents(path: str, kind: str, field: str = "text", vocab_size: Optional[in
         content = _parse(path, index, raw, kind, field, vocab_size)
         if content is not None:
             yield Document(index, content)
+
+
+def document_lines(path: str, kind: str, field: str = "text") -> Iterator[Tuple[int, bytes]]:
+    """(line index, the line's bytes) of every document, blank lines skipped: a part of the
+    corpus can be written out as a corpus of its own (the sweeps' shards, sweep.py)."""
+    for index, raw in _lines(path):
+        if _parse(path, index, raw, kind, field, None) is not None:
+            yield index, raw
 
 
 def scan(path: str, kind: str, field: str = "text", vocab_size: Optional[int] = None) -> CorpusSummary:

@@ -329,6 +329,54 @@ def test_a_full_disk_mid_run_is_one_line_keeps_finished_shards_and_resumes(tmp_p
     assert shard_hashes(out) == shard_hashes(tmp_path / "whole")
 
 
+# In a mount namespace of its own (unshare -rm: no privilege needed where user namespaces are
+# allowed), a tmpfs of SIZE is the output's disk: the collection is run, then the disk grown
+# and the same command run again. What each run said and left is copied out before the
+# namespace, and its disk, go.
+FULL_DISK_SCRIPT = """
+mnt=$1; keep=$2; size=$3; shift 3
+mount -t tmpfs -o size=$size tmpfs "$mnt" || exit 99
+"$@" --out "$mnt/acts" 2> "$keep/first.err"; echo $? > "$keep/first.rc"
+ls "$mnt/acts" > "$keep/first.ls"; cp "$mnt/acts/collection.json" "$keep/first.json"
+mount -o remount,size=20m "$mnt"
+"$@" --out "$mnt/acts" 2> "$keep/second.err"; echo $? > "$keep/second.rc"
+cp "$mnt/acts/collection.json" "$keep/second.json"
+"""
+
+
+def test_a_really_full_disk_mid_run_is_one_line_keeps_finished_shards_and_resumes(tmp_path):
+    """As above with a disk that is full (ENOSPC), not a file-size limit: a tmpfs of 200 KB
+    holds the first four shards and the manifest, not the fifth (~260 KB)."""
+    if subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare -rm is not allowed here (no user namespaces): the ulimit -f test stands in")
+    corpus = tmp_path / "c.ids"
+    rng = np.random.default_rng(12)
+    lines = [rng.integers(1, 1024, 5) for _ in range(40)] + [rng.integers(1, 1024, 100) for _ in range(10)]
+    corpus.write_text("".join(" ".join(map(str, l)) + "\n" for l in lines))
+    (tmp_path / "disk").mkdir()
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    args = ["--model", TINY, "--corpus", corpus, "--hooks", "layers.1.resid_post", "--docs-per-shard", 10, "--quiet"]
+    env = dict(os.environ, LMSCOPE_PYTHON_BUILD=os.path.join(BUILD, "python"), OMP_NUM_THREADS="1")
+    r = subprocess.run(["unshare", "-rm", "sh", "-c", FULL_DISK_SCRIPT, "full-disk", str(tmp_path / "disk"), str(keep),
+                        "200k", sys.executable, TOOL, *map(str, args)], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    first_err = (keep / "first.err").read_text()
+    assert (keep / "first.rc").read_text().strip() == "1" and first_err.count("\n") == 1, first_err
+    assert "cannot write '%s/acts/shard-00004.h5'" % (tmp_path / "disk") in first_err, first_err
+    assert "No space left on device" in first_err, first_err
+    first = json.loads((keep / "first.json").read_text())
+    assert [e["file"] for e in first["shards"]] == ["shard-%05d.h5" % i for i in range(4)] and not first["complete"]
+    listed = (keep / "first.ls").read_text().split()
+    assert "shard-00004.h5" not in listed and not [n for n in listed if ".partial." in n], listed
+    assert (keep / "second.rc").read_text().strip() == "0", (keep / "second.err").read_text()
+    second = json.loads((keep / "second.json").read_text())
+    assert cli(*args, "--out", tmp_path / "whole")[0] == 0
+    assert second["complete"] and [(e["file"], e["rows"], e["sha256"]) for e in second["shards"]] == \
+        shard_hashes(tmp_path / "whole")
+    assert second["shards"][:4] == first["shards"]          # the finished shards, kept as they were
+
+
 def test_chat_wraps_each_document_in_the_template(tiny, tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("hello world\nthe cat sat\n", encoding="utf-8")
