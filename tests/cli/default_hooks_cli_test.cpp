@@ -47,13 +47,16 @@ TEST(DefaultHooks, AreWhatTheReportAndTheStepDraw) {
     EXPECT_NE(std::find(every.begin(), every.end(), in_all), every.end()) << in_all << " is missing from '*'";
   EXPECT_LT(std::filesystem::file_size(def), std::filesystem::file_size(all));
 
-  // The page: every section but the lens has its data (a section without says "to see it.").
+  // The page: every section has its data but the two that need an option of lmscope-trace, not
+  // a hook: the lens (--lens) and the token saliency (--grad). A section without says "to see it.".
   const std::string page = dir.file("report.html");
   CliRun r = run_cli(kBin + "/lmscope-report " + def + " -o " + page);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string html = read_text(page);
-  EXPECT_EQ(count(html, "to see it."), 1u);
+  EXPECT_EQ(count(html, "to see it."), 2u);
   EXPECT_NE(html.find("Trace with --lens K (lmscope-trace --lens 10) to see it."), std::string::npos);
+  EXPECT_NE(html.find("--grad METRIC --hooks 'tokens.*,embed' (lmscope-trace, docs/gradients.md) to see it."),
+            std::string::npos);
 
   // The walk: every page of every step and layer drawn, none saying "(not traced: ...)"; and
   // the same pages as the walk of the full trace.
