@@ -83,6 +83,17 @@ double patch_row_metric(const PatchMetric& metric, const std::vector<float>& log
   return metric.eval(logits.data(), ids.data() + (int64_t(ids.size()) - rows), rows, V);
 }
 
+PatchSweep patch_sweep_ends(Decoder& dec, const std::vector<int32_t>& clean, const std::vector<int32_t>& corrupt,
+                            const PatchMetric& metric, int64_t V) {
+  const bool last_only = metric.last_position_only();
+  PatchSweep out;
+  out.clean = clean;
+  out.corrupt = corrupt;
+  out.clean_metric = patch_row_metric(metric, patch_row_logits(dec, {clean}, nullptr, last_only)[0], clean, V);
+  out.corrupt_metric = patch_row_metric(metric, patch_row_logits(dec, {corrupt}, nullptr, last_only)[0], corrupt, V);
+  return out;
+}
+
 TemporaryTrace::~TemporaryTrace() {
   for (const std::string& f : files_) std::remove(f.c_str());
   if (!dir_.empty()) ::rmdir(dir_.c_str());
@@ -248,11 +259,7 @@ PatchSweep run_patch_sweep(const ModelContext& m, const PatchSweepOptions& opt) 
   // The unpatched runs first: a metric position outside the prompt fails here, before the sweep.
   Decoder& dec = *m.decoder;
   const bool last_only = opt.metric.last_position_only();
-  PatchSweep out;
-  out.clean = opt.clean;
-  out.corrupt = opt.corrupt;
-  out.clean_metric = patch_row_metric(opt.metric, patch_row_logits(dec, {opt.clean}, nullptr, last_only)[0], opt.clean, V);
-  out.corrupt_metric = patch_row_metric(opt.metric, patch_row_logits(dec, {opt.corrupt}, nullptr, last_only)[0], opt.corrupt, V);
+  PatchSweep out = patch_sweep_ends(dec, opt.clean, opt.corrupt, opt.metric, V);
   const double span = out.clean_metric - out.corrupt_metric;
   auto normalize = [&](double delta) { return span != 0 ? delta / span : NAN; };
 

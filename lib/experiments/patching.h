@@ -122,6 +122,10 @@ std::vector<std::vector<float>> patch_row_logits(Decoder& dec, const std::vector
 // The metric of one row of patch_row_logits whose prompt is `ids`.
 double patch_row_metric(const PatchMetric& metric, const std::vector<float>& logits, const std::vector<int32_t>& ids,
                         int64_t V);
+// A sweep's two ends: the prompts, and the metric of the unpatched clean and corrupted runs
+// (a metric position outside the prompt fails here, before any patched forward).
+PatchSweep patch_sweep_ends(Decoder& dec, const std::vector<int32_t>& clean, const std::vector<int32_t>& corrupt,
+                            const PatchMetric& metric, int64_t V);
 
 // Files in a temporary folder of /tmp, removed with the folder whatever happens (a sweep refused
 // mid-run included): the patch sources of a sweep.

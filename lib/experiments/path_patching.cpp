@@ -43,11 +43,7 @@ PatchSweep run_path_patching(const ModelContext& m, const PathPatchOptions& opt)
   Decoder& dec = *m.decoder;
   const int64_t V = cfg.vocab_size;
   const bool last_only = opt.metric.last_position_only();
-  PatchSweep out;
-  out.clean = opt.clean;
-  out.corrupt = opt.corrupt;
-  out.clean_metric = patch_row_metric(opt.metric, patch_row_logits(dec, {opt.clean}, nullptr, last_only)[0], opt.clean, V);
-  out.corrupt_metric = patch_row_metric(opt.metric, patch_row_logits(dec, {opt.corrupt}, nullptr, last_only)[0], opt.corrupt, V);
+  PatchSweep out = patch_sweep_ends(dec, opt.clean, opt.corrupt, opt.metric, V);
   const double span = out.clean_metric - out.corrupt_metric;
 
   // Both runs' head outputs: the sender's source (clean) and the frozen heads' (corrupted).

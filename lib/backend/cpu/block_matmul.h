@@ -7,7 +7,7 @@
 // sum is d * sum(q * x) (+ m * sum(x) for Q4_1) instead of sum((d * q + m) * x); a K-quant
 // super-block's likewise per sub-block (block_matmul_k_x86.h). The per-block layouts are
 // kernels/quant_blocks.cuh's. Three builds: portable (the reference the tests hold the others
-// to), AVX2 (block_matmul.cpp) and AVX-512 (block_matmul_avx512.cpp); kernel_table.h says
+// to), AVX2 (block_matmul_avx2.cpp) and AVX-512 (block_matmul_avx512.cpp); kernel_table.h says
 // which runs (LMSCOPE_CPU_KERNEL, or the widest the processor runs).
 #pragma once
 #include <cstdint>

@@ -1,4 +1,4 @@
-// What block_matmul's SIMD kernels (block_matmul.cpp's AVX2, block_matmul_avx512.cpp, and the
+// What block_matmul's SIMD kernels (block_matmul_avx2.cpp, block_matmul_avx512.cpp, and the
 // K-quant body block_matmul_k_x86.h) share: they are templates on the block type and on the
 // row count N, so that their per-row accumulator arrays have a size the compiler knows and stay
 // in registers (an array indexed by a run-time N lives on the stack: a load and a store per

@@ -4,7 +4,6 @@
 #include "backend/cpu/q8_gemm.h"
 
 #include <stdexcept>
-#include <vector>
 
 #if defined(__x86_64__)
 #include "backend/cpu/avx2.h"
@@ -18,11 +17,7 @@ namespace lmscope::cpu {
 #if defined(__x86_64__)
 void q8_gemm_outputs_avx2(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias, int64_t o0,
                           int64_t o1) {
-  thread_local Q8GemmPanel panel;   // each thread packs the rows for its own outputs
-  thread_local std::vector<uint8_t> scratch;
-  q8_gemm_pack(x, panel);
-  scratch.resize(size_t(q8_gemm_scratch_bytes(W.cols)));
-  x86_gemm_outputs(out, panel, x.rows, W, bias, o0, o1, scratch.data());
+  x86_gemm_thread_outputs(out, x, W, bias, o0, o1);
 }
 #else
 void q8_gemm_outputs_avx2(float*, const Q8Rows&, const QuantBlocks&, const float*, int64_t, int64_t) {

@@ -7,6 +7,7 @@
 #endif
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "backend/cpu/avx2.h"           // load_f16c
 #include "backend/cpu/q8_codes_x86.h"   // weight_codes, dot4
@@ -146,6 +147,17 @@ void x86_gemm_outputs(float* out, const Q8GemmPanel& panel, int64_t N, const Qua
     case BlockType::Q5_0: return gemm_outputs<BlockType::Q5_0>(out, p, N, W, bias, o0, o1, scratch);
     default: return gemm_outputs<BlockType::Q8_0>(out, p, N, W, bias, o0, o1, scratch);
   }
+}
+
+// One thread's share of a call (the Q8Outputs signature): x packed into this thread's own panel,
+// the weight chunks decoded into its own scratch.
+void x86_gemm_thread_outputs(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias, int64_t o0,
+                             int64_t o1) {
+  thread_local Q8GemmPanel panel;
+  thread_local std::vector<uint8_t> scratch;
+  q8_gemm_pack(x, panel);
+  scratch.resize(size_t(q8_gemm_scratch_bytes(W.cols)));
+  x86_gemm_outputs(out, panel, x.rows, W, bias, o0, o1, scratch.data());
 }
 
 }  // namespace
