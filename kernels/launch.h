@@ -80,4 +80,20 @@ void attention_scores(const AttentionArgs& a, float* scores, cudaStream_t st);
 void attention_softmax(const float* scores, float* probs, int64_t rows, int64_t S, cudaStream_t st);
 void attention_apply(const AttentionArgs& a, const float* probs, cudaStream_t st);
 
+// ---- backward ops (kernels/backward.cu; the math is kernels/backward_math.cuh) ----------
+// dx[n,:] = rmsnorm's input gradient from dy[n,:], x[n,:]     dx, dy, x [N,D]; weight [D]
+void rmsnorm_backward(float* dx, const float* dy, const float* x, const float* weight, float eps, int64_t N, int64_t D,
+                      cudaStream_t st);
+// dgate = dact up silu'(gate), dup = dact silu(gate)    (n elements)
+void swiglu_backward(float* dgate, float* dup, const float* dact, const float* gate, const float* up, int64_t n,
+                     cudaStream_t st);
+// dx = dy rotated by -theta     dx, dy [B,Hx,T,hd]; cos, sin [B,T,hd]
+void rope_backward(float* dx, const float* dy, const float* cos, const float* sin, int64_t B, int64_t Hx, int64_t T,
+                   int64_t hd, cudaStream_t st);
+// out[b,t,h,:] = x[b,h,t,:]     x [B,Hx,T,hd] -> out [B,T,Hx*hd]  (split_heads' transpose)
+void merge_heads(float* out, const float* x, int64_t B, int64_t T, int64_t Hx, int64_t hd, cudaStream_t st);
+// dscores = probs (dprobs - rowsum(dprobs probs)) per row of S     all [rows,S]
+void softmax_backward(float* dscores, const float* dprobs, const float* probs, int64_t rows, int64_t S,
+                      cudaStream_t st);
+
 }  // namespace lmscope::cuda

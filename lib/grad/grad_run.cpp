@@ -73,6 +73,11 @@ GradResult run_with_grads(const ModelConfig& cfg, const Weights& weights, Backen
     throw std::invalid_argument("gradients: not for " + cfg.architecture +
                                 " yet (Llama, Qwen2 and Qwen3 only: its post-branch norms, GeGLU and "
                                 "sliding layers have no backward ops)");
+  // The bf16 forward rounds each matmul's input to bf16, a step the backward does not
+  // differentiate; refused before the forward runs.
+  if (backend.compute_dtype() != "f32")
+    throw std::runtime_error("gradients: the " + backend.name() + " backend's --dtype " + backend.compute_dtype() +
+                             " has no backward ops (use --dtype f32)");
   for (const auto& p : req.prompts)
     for (int32_t id : p)
       if (id < 0 || id >= cfg.vocab_size)
@@ -84,7 +89,8 @@ GradResult run_with_grads(const ModelConfig& cfg, const Weights& weights, Backen
   // ---- the forward, keeping what the backward reads ----
   const Batch batch = Batch::from_prompts(req.prompts, req.padding_side, req.pad_id);   // [B,T]
   const StepInput in{batch.ids_tensor(), batch.position_ids(), batch.mask_tensor()};
-  Decoder decoder(cfg, weights, backend);
+  std::optional<Decoder> decoder;   // dropped after the forward: see below
+  decoder.emplace(cfg, weights, backend);
   SavedActivations saved;
   KeepBoth sink(saved, kept, asked);
   Trace trace(either(kept, asked, L), nullptr);
@@ -107,7 +113,11 @@ GradResult run_with_grads(const ModelConfig& cfg, const Weights& weights, Backen
   GradResult r;
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
-  r.logits = decoder.forward(in, cache ? &*cache : nullptr, &trace, LogitsFor::AllPositions);   // [B,T,V]
+  r.logits = decoder->forward(in, cache ? &*cache : nullptr, &trace, LogitsFor::AllPositions);   // [B,T,V]
+  // The forward's prepared weights and cache go before the backward prepares its own: on a
+  // device backend they are a copy of every matrix (CPU: views of the loaded weights).
+  cache.reset();
+  decoder.reset();
   r.forward_seconds = std::chrono::duration<double>(clock::now() - t0).count();
   r.input_ids = in.input_ids;
   r.attention_mask = in.attention_mask;

@@ -43,8 +43,8 @@ class TraceWriter;
 void write_grads(TraceWriter& w, const GradResult& r, const MetricSpec& metric);
 
 // Throws std::invalid_argument in one line for bad input (a token outside the vocabulary, a
-// position outside a prompt, a NaN metric, an unknown hook glob), and std::runtime_error
-// ("gradients: CPU backend only ...") on a backend without backward ops.
+// position outside a prompt, a NaN metric, an unknown hook glob), and std::runtime_error on a
+// backend without backward ops (the CPU and CUDA backends have them, CUDA at --dtype f32 only).
 GradResult run_with_grads(const ModelConfig& cfg, const Weights& weights, Backend& backend, const GradRequest& req);
 
 }  // namespace lmscope

@@ -77,3 +77,32 @@ def test_bf16_runs(cuda_tiny):
     assert m.info["dtype"] == "bf16"
     logits, _ = m.run_with_cache(TINY_IDS, names=["logits"])
     assert np.all(np.isfinite(logits))
+
+
+def test_run_with_grads_matches_torch_autograd(cuda_tiny):
+    """m.run_with_grads on the CUDA backend: every gradient of golden/grad's left-padded batch
+    (made by golden/make_grad_refs.py: HF float64, autograd) within docs/tolerances.md's
+    "Gradients" bound, 2e-4 of the tensor's max |torch grad|, as on the CPU (test_grads.py)."""
+    from test_grads import GRAD_TOLERANCE, golden
+    case, ref, metric = golden("tiny-qwen2-batch-logprob")
+    _, _, grads = cuda_tiny.run_with_grads(case["prompts"], case["metric"])
+    assert grads.run_info["metric_value"] == pytest.approx(metric, rel=1e-4, abs=1e-4)
+    assert sorted(ref) == sorted(k for k in ref if k in grads), "a gradient for every hook of the golden"
+    for hook, want in ref.items():
+        scale = float(np.max(np.abs(want)))
+        err = float(np.max(np.abs(grads[hook].astype(np.float64) - want)))
+        assert err <= GRAD_TOLERANCE * scale + 1e-12, "%s: max |cuda - torch| %.3g of %.3g" % (hook, err, scale)
+
+
+def test_attribution_patching_matches_the_cpu(cuda_tiny, cpu_tiny):
+    """lmscope.attribution_patching (one backward of the corrupted run) on CUDA: the CPU's
+    estimate, every cell, within 1e-3 of the largest |cell| (the bound test_grads.py holds both
+    to torch's estimate with)."""
+    clean, corrupted = TINY_IDS, TINY_IDS[:8] + [42] + TINY_IDS[9:]
+    sites = ("resid_pre", "attn_out", "ffn_out", "attn.z")
+    got = lmscope.attribution_patching(cuda_tiny, clean, corrupted, "logit_diff:pos=-1:549,434", sites=sites)
+    want = lmscope.attribution_patching(cpu_tiny, clean, corrupted, "logit_diff:pos=-1:549,434", sites=sites)
+    for site in sites:
+        largest = float(np.max(np.abs(want[site])))
+        assert largest > 0, site
+        assert float(np.max(np.abs(got[site] - want[site]))) <= 1e-3 * largest, site

@@ -1,7 +1,8 @@
 // The CPU backend's backward ops (backend.h, "backward ops"): the input gradients of the
 // forward's ops, for grad/decoder_backward.cpp. Plain loops and OpenBLAS sgemm; float32 like
 // the forward, with the row sums of rmsnorm and softmax in double. The formulas are in
-// docs/gradients.md's table.
+// docs/gradients.md's table; the per-element math is kernels/backward_math.cuh, which the CUDA
+// backend's kernels (kernels/backward.cu) call too: these are their CPU references.
 //
 // Shapes: B batch, T tokens, S = T key positions (a prefill), H query heads, Hkv KV heads,
 // hd head dim, N rows, I a linear's inputs, O its outputs.
@@ -17,6 +18,7 @@
 #include "backend/cpu/block_prefill.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/half_matmul.h"
+#include "kernels/backward_math.cuh"
 
 namespace lmscope {
 
@@ -87,9 +89,9 @@ void CpuBackend::rmsnorm_backward(Tensor& dx, const Tensor& dy, const Tensor& x,
       sum_sq += double(xr[i]) * xr[i];
       gx += double(gr[i]) * w[i] * xr[i];
     }
-    const double r = 1.0 / std::sqrt(sum_sq / double(D) + double(eps));
-    const double c = r * r * r * gx / double(D);
-    for (int64_t i = 0; i < D; ++i) out[n * D + i] = float(r * double(gr[i]) * w[i] - double(xr[i]) * c);
+    const double r = rmsnorm_backward_inv_rms(sum_sq, double(D), eps);
+    const double c = rmsnorm_backward_row_term(r, gx, double(D));
+    for (int64_t i = 0; i < D; ++i) out[n * D + i] = rmsnorm_backward_apply(gr[i], xr[i], w[i], r, c);
   }
 }
 
@@ -105,17 +107,13 @@ void CpuBackend::swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dact,
   float* dg = dgate.f32();
   float* du = dup.f32();
 #pragma omp parallel for
-  for (int64_t i = 0; i < n; ++i) {
-    const double s = 1.0 / (1.0 + std::exp(-double(g[i])));
-    dg[i] = float(double(d[i]) * u[i] * s * (1.0 + g[i] * (1.0 - s)));
-    du[i] = float(double(d[i]) * g[i] * s);
-  }
+  for (int64_t i = 0; i < n; ++i) lmscope::swiglu_backward(d[i], g[i], u[i], &dg[i], &du[i]);
 }
 
 // Forward, per row with h = hd/2: y1 = x1 c1 - x2 s1, y2 = x2 c2 + x1 s2 (rotate_half). Its
 // transpose: dx1 = dy1 c1 + dy2 s2, dx2 = dy2 c2 - dy1 s1 (a rotation by -theta).
 void CpuBackend::rope_backward(Tensor& dx, const Tensor& dy, const Tensor& cos, const Tensor& sin) {
-  const int64_t B = dy.dim(0), Hx = dy.dim(1), T = dy.dim(2), hd = dy.dim(3), half = hd / 2;
+  const int64_t B = dy.dim(0), Hx = dy.dim(1), T = dy.dim(2), hd = dy.dim(3);
   require(dx.numel() == dy.numel() && cos.numel() == B * T * hd, "rope_backward: shapes");
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hx; ++h)
@@ -124,10 +122,7 @@ void CpuBackend::rope_backward(Tensor& dx, const Tensor& dy, const Tensor& cos, 
         const float* c = cos.f32() + (b * T + t) * hd;
         const float* s = sin.f32() + (b * T + t) * hd;
         float* o = dx.f32() + ((b * Hx + h) * T + t) * hd;
-        for (int64_t i = 0; i < half; ++i) {
-          o[i] = g[i] * c[i] + g[i + half] * s[i + half];
-          o[i + half] = g[i + half] * c[i + half] - g[i] * s[i];
-        }
+        for (int64_t i = 0; i < hd; ++i) o[i] = rope_rotate_back(g, int(i), int(hd), c, s);
       }
 }
 
@@ -175,7 +170,7 @@ void CpuBackend::attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, Tensor& 
         for (int64_t t = 0; t < T; ++t) {
           double dot = 0;
           for (int64_t s = 0; s < S; ++s) dot += double(dph[t * S + s]) * ph[t * S + s];
-          for (int64_t s = 0; s < S; ++s) dsh[t * S + s] = float(ph[t * S + s] * (dph[t * S + s] - dot));
+          for (int64_t s = 0; s < S; ++s) dsh[t * S + s] = softmax_backward(ph[t * S + s], dph[t * S + s], dot);
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(T), int(hd), int(S), scale, dsh, int(S), kg,
                     int(hd), 0.0f, dqh, int(hd));

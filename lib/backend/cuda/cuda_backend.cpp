@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "backend/cuda/block_pool.h"
+#include "backend/cuda/cuda_backward.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/op_timer.h"
 #include "kernels/dtype_convert.cuh"
@@ -439,6 +440,35 @@ class CudaBackend final : public Backend {
     LMSCOPE_CUDA_CHECK(cudaMemcpy2DAsync(f(out), size_t(D) * 4, f(x) + t * D, size_t(T * D) * 4, size_t(D) * 4,
                                          size_t(B), cudaMemcpyDeviceToDevice, st_));
   }
+
+  // ---- backward ops (cuda_backward.cpp) ------------------------------------------------------
+  void linear_backward(Tensor& dx, const Tensor& dy, const Tensor& W) override {
+    forget_rounded();
+    cuda::linear_backward(backward_context(), dx, dy, W);
+  }
+  void rmsnorm_backward(Tensor& dx, const Tensor& dy, const Tensor& x, const Tensor& weight, float eps) override {
+    forget_rounded();
+    cuda::rmsnorm_backward(backward_context(), dx, dy, x, weight, eps);
+  }
+  void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dact, const Tensor& gate, const Tensor& up) override {
+    forget_rounded();
+    cuda::swiglu_backward(backward_context(), dgate, dup, dact, gate, up);
+  }
+  void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& cos, const Tensor& sin) override {
+    forget_rounded();
+    cuda::rope_backward(backward_context(), dx, dy, cos, sin);
+  }
+  void merge_heads(Tensor& out, const Tensor& x) override {
+    forget_rounded();
+    cuda::merge_heads(backward_context(), out, x);
+  }
+  void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dscores, Tensor& dprobs, const Tensor& dz,
+                          const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& probs,
+                          float scale) override {
+    forget_rounded();
+    cuda::attention_backward(backward_context(), dq, dk, dv, dscores, dprobs, dz, q, k, v, probs, scale);
+  }
+  cuda::BackwardContext backward_context() const { return {blas_, st_}; }
 
  private:
   bool bf16_;
