@@ -23,7 +23,7 @@ struct AttributionCells {
 
 // Per site (PatchSite::columns), for prompts of one length; the metric is lib/grad's
 // (grad/metric.h), read on the corrupted run. Throws one line on a backend without backward ops
-// ("gradients: CPU backend only").
+// (CPU and CUDA at --dtype f32 have them).
 std::vector<AttributionCells> attribution_estimates(const ModelContext& m, const Weights& weights,
                                                     const std::vector<PatchSite>& sites,
                                                     const std::vector<int32_t>& clean,

@@ -185,8 +185,8 @@ class Model:
           "loss:3:"                           mean next-token loss over positions 3..T-2
         A batch's metric is the sum of its rows'. `hooks`: interventions (lmscope.Zero, Scale,
         Mean, Patch, Add or spec strings) applied in the forward that is differentiated; not
-        Python functions. CPU backend only; ValueError for a token outside the vocabulary, a
-        position outside a prompt or a NaN metric."""
+        Python functions. CPU and CUDA (dtype "f32") backends; ValueError for a token outside
+        the vocabulary, a position outside a prompt or a NaN metric."""
         keep = _hook_globs(names)
         prompts = _prompts(prompt)
         if chat:
