@@ -116,7 +116,7 @@ class Backend {
 
   // ---- backward ops: the gradient of each op above with respect to its activation inputs
   // (not its weights), for the backward pass of grad/decoder_backward.cpp. d* tensors have the
-  // shapes of what they are the gradient of. Only the CPU backend has them so far; every other
+  // shapes of what they are the gradient of. The CPU and CUDA backends have them; any other
   // backend refuses in one line.
   // dx = dy @ W                               dx [N,I], dy [N,O], W [O,I] (linear's W, as held)
   virtual void linear_backward(Tensor& dx, const Tensor& dy, const Tensor& W) {
@@ -158,7 +158,7 @@ class Backend {
 
  protected:
   [[noreturn]] void no_backward() const {
-    throw std::runtime_error("gradients: CPU backend only (the " + name() + " backend has no backward ops yet)");
+    throw std::runtime_error("gradients: the " + name() + " backend has no backward ops (the cpu and cuda backends have)");
   }
 };
 
