@@ -35,16 +35,19 @@ source_hash() {
       -o -name '*.cuh' -o -name CMakeLists.txt \) | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16
 }
 
+# What runs on the GPU machine: the CUDA tests and the commands they and this script call.
+BINARIES="test_cuda lmscope-bench lmscope-trace lmscope-diff lmscope-patch"
+
 # ---------------------------------------------------------------------------------------
 if [ "${1:-}" = "bundle" ]; then
   set -e
   arch=${CUDA_ARCH:-90}
   build=${BUILD_DIR:-build-gpu}
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DLMSCOPE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" >/dev/null
-  cmake --build "$build" -j"${JOBS:-2}" --target test_cuda lmscope-bench lmscope-trace
+  cmake --build "$build" -j"${JOBS:-2}" --target $BINARIES
   stage=$(mktemp -d)
   mkdir -p "$stage/bin" "$stage/lib" .gpu
-  cp "$build"/test_cuda "$build"/lmscope-bench "$build"/lmscope-trace "$stage/bin/"
+  for b in $BINARIES; do cp "$build/$b" "$stage/bin/"; done
   # every shared library the binaries load, except glibc's own, the driver's and CUDA's
   ldd "$stage"/bin/* | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
     case "$(basename "$lib")" in
@@ -144,7 +147,7 @@ if [ -z "$BIN" ]; then
   tb=$(date +%s)
   if timeout "$(budget 240)" cmake -S . -B /tmp/build-gpu $gen -DCMAKE_BUILD_TYPE=Release -DLMSCOPE_CUDA=ON \
         -DCMAKE_CUDA_ARCHITECTURES=90 > "$WORK/build.log" 2>&1 &&
-     timeout "$(budget 240)" cmake --build /tmp/build-gpu -j"$JOBS" --target test_cuda lmscope-bench lmscope-trace >> "$WORK/build.log" 2>&1; then
+     timeout "$(budget 240)" cmake --build /tmp/build-gpu -j"$JOBS" --target $BINARIES >> "$WORK/build.log" 2>&1; then
     BIN=/tmp/build-gpu
     note "- binaries: built here for sm_90 in $(( $(date +%s) - tb )) s"
   else
@@ -158,7 +161,7 @@ fi
 # ---- 2. the CUDA tests ----------------------------------------------------------------------
 note ""
 note "## CUDA tests ($(elapsed))"
-LMSCOPE_SOURCE_DIR=$ROOT timeout "$(budget 200)" env LD_LIBRARY_PATH="$LM_LD" "$BIN/test_cuda" > "$OUT/test_cuda.log" 2>&1
+LMSCOPE_SOURCE_DIR=$ROOT LMSCOPE_TOOLS_DIR=$BIN timeout "$(budget 200)" env LD_LIBRARY_PATH="$LM_LD" "$BIN/test_cuda" > "$OUT/test_cuda.log" 2>&1
 rc=$?
 passed=$(grep -c '^\[       OK \]' "$OUT/test_cuda.log")
 failed=$(grep -c '^\[  FAILED  \] .*(' "$OUT/test_cuda.log")

@@ -11,10 +11,11 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "cuda_test_util.h"
 
 namespace {
 
-const std::string kBin = LMSCOPE_BINARY_DIR, kRoot = LMSCOPE_SOURCE_DIR;
+const std::string kBin = lmscope::cuda_test::tools_dir(), kRoot = LMSCOPE_SOURCE_DIR;
 
 // In the emulated build, hides the emulator's device from this process and the tools it runs
 // while in scope; elsewhere nothing.

@@ -22,6 +22,14 @@
 
 namespace lmscope::cuda_test {
 
+// Where the tests find lmscope's commands: LMSCOPE_TOOLS_DIR when set (scripts/gpu-check.sh sets
+// it to the carried bundle's bin/, whose build directory does not exist on the GPU machine),
+// else the build directory these tests were compiled in.
+inline std::string tools_dir() {
+  const char* dir = std::getenv("LMSCOPE_TOOLS_DIR");
+  return dir && *dir ? dir : LMSCOPE_BINARY_DIR;
+}
+
 inline std::unique_ptr<Backend> try_cuda(const std::string& dtype, std::string* why) {
   ::setenv("LMSCOPE_CUDA_POISON", "1", 1);
   try {

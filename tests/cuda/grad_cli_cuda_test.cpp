@@ -24,7 +24,7 @@ using namespace lmscope;
 
 namespace {
 
-const std::string kBin = LMSCOPE_BINARY_DIR;
+const std::string kBin = cuda_test::tools_dir();
 // golden/grad/manifest.json's tiny-qwen2-logit-diff case
 const std::string kIds = "330,749,537,264,935,314,267,681,289,295,16";
 const std::string kMetric = "logit_diff:pos=-1:549,593";

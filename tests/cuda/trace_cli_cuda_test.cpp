@@ -26,7 +26,7 @@ using namespace lmscope;
 
 namespace {
 
-const std::string kBin = LMSCOPE_BINARY_DIR;
+const std::string kBin = cuda_test::tools_dir();
 
 std::string join_ids(const nlohmann::json& ids) { return lmscope::join_ids(ids.get<std::vector<int32_t>>()); }
 
