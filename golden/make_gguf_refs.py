@@ -7,8 +7,8 @@ dequant_refs.json   for each ggml type lmscope dequantizes: a few raw blocks and
                     values the `gguf` package's dequantize gives for them (bit patterns, hex).
                     Blocks come from the SmolLM2 file where it holds that type (Q4_1, Q8_0,
                     F32); otherwise from gguf's own quantize (Q4_0, Q5_0, Q5_1, BF16, and
-                    more Q4_1/Q8_0) on seeded random data, or, for the k-quants, which gguf
-                    cannot quantize, random bytes with finite random fp16 scales.
+                    more Q4_1/Q8_0) on seeded random data, or, for the k-quants and IQ4_NL,
+                    which gguf cannot quantize, random bytes with finite random fp16 scales.
 smollm2_hf.json     what HF transformers' GGUF loader (from_pretrained(dir, gguf_file=...),
                     which dequantizes with gguf and reverse-permutes q/k) produces for
                     SmolLM2: a few rows of layer 0 and 29 q_proj/k_proj, an embedding row,
@@ -73,7 +73,7 @@ def random_kquant_blocks(rng, qtype, n_blocks):
     _, size = gguf.GGML_QUANT_SIZES[qtype]
     raw = rng.integers(0, 256, size=(n_blocks, size), dtype=np.uint8)
     # offsets of the half fields (d, dmin) in each layout (ggml-common.h)
-    halves = {Q.Q2_K: [80, 82], Q.Q3_K: [108], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208]}[qtype]
+    halves = {Q.Q2_K: [80, 82], Q.Q3_K: [108], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208], Q.IQ4_NL: [0]}[qtype]
     for b in range(n_blocks):
         for off in halves:
             v = np.float16(rng.choice([-1, 1]) * 10.0 ** rng.uniform(-4, -1))
@@ -115,6 +115,11 @@ def make_dequant_refs(model_path):
     for qtype in (Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K):
         raw = random_kquant_blocks(rng, qtype, 3)
         entries.append(block_entry(qtype, raw, "seeded random bytes with finite random fp16 scales"))
+
+    # IQ4_NL (llama-quantize's fallback for the IQ types): its own seed, after every other entry,
+    # so that adding it left their bytes as they were.
+    raw = random_kquant_blocks(np.random.default_rng(20261205), Q.IQ4_NL, 6)
+    entries.append(block_entry(Q.IQ4_NL, raw, "seeded random bytes with finite random fp16 scales"))
 
     return {"generator": "golden/make_gguf_refs.py", "gguf_version": gguf.__version__ if hasattr(gguf, "__version__") else "0.19.0",
             "note": "expected_f32 = little-endian float32 bytes of gguf.quants.dequantize(block_bytes)",

@@ -24,6 +24,16 @@
 //   Q4_1 (q_w = 0..15, min m):  summs = fma(f32(m), f32(s_a), summs) per block, in order
 //                               (the compiler contracts `summs += m * s` into vfmadd231ss:
 //                               checked in the built libggml-cpu.so), result = sum + summs
+// Q4_0 (q_w = -8..7, ggml_vec_dot_q4_0_q8_0) and Q5_0 (-16..15, _q5_0_q8_0) are Q8_0's order;
+// Q5_1 (q_w = 0..31, min m, ggml_vec_dot_q5_1_q8_1) is Q4_1's.
+// IQ4_NL (q_w = the grid value of the nibble, -127..113; ggml_vec_dot_iq4_nl_q8_0) takes its
+// blocks in pairs: even blocks into one set of eight lanes, odd blocks into another, the two
+// added lane by lane, then summed as above; when the row has an odd number of blocks the last
+// one comes after that sum, as one integer: result = sum + dd * float(sum_j q_w,j * q_a,j), the
+// product and the sum rounded apart (`sumf += d * (sumi1 + sumi2)`: not contracted in the built
+// libggml-cpu.so, unlike Q4_1's summs; tests/llamacpp/ggml_q8_test.cpp tells the two apart). llama.cpp's prefill
+// (tinyBLAS_Q0_AVX) takes IQ4_NL blocks in one set of lanes instead; lmscope keeps vec_dot's
+// order in its prefill too (q8_gemm.h), so that an output does not depend on the batch.
 // The integer sums are exact whatever instructions form them (|4 products| < 2^16).
 // Not reproduced: non-finite activations (llama.cpp's vector max lets a NaN through or not
 // depending on its lane; here fmaxf drops it).

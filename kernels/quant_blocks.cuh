@@ -22,6 +22,7 @@ constexpr int kQK4_1 = 32, kQ4_1Bytes = 20;   // half d, m; u8 qs[16]
 constexpr int kQK5_0 = 32, kQ5_0Bytes = 22;   // half d; u8 qh[4]; u8 qs[16]
 constexpr int kQK5_1 = 32, kQ5_1Bytes = 24;   // half d, m; u8 qh[4]; u8 qs[16]
 constexpr int kQK8_0 = 32, kQ8_0Bytes = 34;   // half d; i8 qs[32]
+constexpr int kQK4_NL = 32, kIQ4_NLBytes = 18;   // half d; u8 qs[16] (indices into kIQ4NLValues)
 constexpr int kQK_K = 256;
 constexpr int kQ2_KBytes = 84;    // u8 scales[16]; u8 qs[64]; half d, dmin
 constexpr int kQ3_KBytes = 110;   // u8 hmask[32]; u8 qs[64]; u8 scales[12]; half d
@@ -102,6 +103,21 @@ LMSCOPE_HD void dequant_q5_1(const uint8_t* b, float* y) {
     const uint32_t x1 = (qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4);
     y[j] = mul_add(d, float(x0), m);
     y[j + 16] = mul_add(d, float(x1), m);
+  }
+}
+
+// IQ4_NL: Q4_0's layout, but each nibble indexes a fixed non-uniform grid of 16 int8 values
+// (ggml-common.h's kvalues_iq4nl; gguf-py's IQ4_NL.kvalues): y = d * value[nibble].
+#define LMSCOPE_IQ4_NL_VALUES {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+constexpr int8_t kIQ4NLValues[16] = LMSCOPE_IQ4_NL_VALUES;   // for host code (the SIMD kernels' shuffles)
+
+LMSCOPE_HD void dequant_iq4_nl(const uint8_t* b, float* y) {
+  const int8_t values[16] = LMSCOPE_IQ4_NL_VALUES;   // a local copy: device code cannot read the host table
+  const float d = load_f16(b);
+  const uint8_t* qs = b + 2;
+  for (int j = 0; j < 16; ++j) {
+    y[j] = mul(d, float(values[qs[j] & 0xF]));
+    y[j + 16] = mul(d, float(values[qs[j] >> 4]));
   }
 }
 

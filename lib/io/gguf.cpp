@@ -37,7 +37,7 @@ constexpr GgmlTypeInfo kTypes[] = {
     {14, "Q6_K", 256, 210, true},   {15, "Q8_K", 256, 292, false},
     {16, "IQ2_XXS", 256, 66, false}, {17, "IQ2_XS", 256, 74, false},
     {18, "IQ3_XXS", 256, 98, false}, {19, "IQ1_S", 256, 50, false},
-    {20, "IQ4_NL", 32, 18, false},  {21, "IQ3_S", 256, 110, false},
+    {20, "IQ4_NL", 32, 18, true},   {21, "IQ3_S", 256, 110, false},
     {22, "IQ2_S", 256, 82, false},  {23, "IQ4_XS", 256, 136, false},
     {24, "I8", 1, 1, false},        {25, "I16", 1, 2, false},
     {26, "I32", 1, 4, false},       {27, "I64", 1, 8, false},

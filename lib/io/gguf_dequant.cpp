@@ -23,7 +23,7 @@ namespace {
 // ggml type numbers (gguf.h / gguf-py GGMLQuantizationType).
 enum : uint32_t {
   kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8,
-  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30,
+  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kIQ4_NL = 20, kBF16 = 30,
 };
 
 using BlockFn = void (*)(const uint8_t*, float*);
@@ -50,6 +50,7 @@ bool kind_of(uint32_t type, Kind* k) {
     case kQ4_K: *k = {kQK_K, kQ4_KBytes, dequant_q4_k}; return true;
     case kQ5_K: *k = {kQK_K, kQ5_KBytes, dequant_q5_k}; return true;
     case kQ6_K: *k = {kQK_K, kQ6_KBytes, dequant_q6_k}; return true;
+    case kIQ4_NL: *k = {kQK4_NL, kIQ4_NLBytes, dequant_iq4_nl}; return true;
     default: return false;
   }
 }
@@ -81,6 +82,7 @@ void run_blocks(uint32_t type, const Kind& k, const uint8_t* src, float* dst, in
       LMSCOPE_DQ_CASE(kQ4_K, dequant_q4_k)
       LMSCOPE_DQ_CASE(kQ5_K, dequant_q5_k)
       LMSCOPE_DQ_CASE(kQ6_K, dequant_q6_k)
+      LMSCOPE_DQ_CASE(kIQ4_NL, dequant_iq4_nl)
 #undef LMSCOPE_DQ_CASE
       default: break;
     }

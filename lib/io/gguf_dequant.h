@@ -6,7 +6,7 @@
 namespace lmscope {
 
 // Whether dequantize() handles ggml type `type`: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
+// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL.
 bool ggml_can_dequantize(uint32_t type);
 
 // Turns `n` elements of ggml type `type` (n a multiple of the type's block size) at `src`

@@ -17,7 +17,7 @@ namespace lmscope {
 
 namespace {
 constexpr BlockType kTypes[] = {BlockType::Q8_0, BlockType::Q4_1, BlockType::Q4_K, BlockType::Q5_K, BlockType::Q6_K,
-                                BlockType::Q5_0};
+                                BlockType::Q5_0, BlockType::Q4_0, BlockType::Q5_1, BlockType::IQ4_NL};
 }
 
 const char* block_type_name(BlockType t) {
@@ -28,6 +28,9 @@ const char* block_type_name(BlockType t) {
     case BlockType::Q5_K: return "Q5_K";
     case BlockType::Q6_K: return "Q6_K";
     case BlockType::Q5_0: return "Q5_0";
+    case BlockType::Q4_0: return "Q4_0";
+    case BlockType::Q5_1: return "Q5_1";
+    case BlockType::IQ4_NL: return "IQ4_NL";
   }
   return "?";
 }
@@ -49,6 +52,9 @@ void dequantize_block(BlockType type, const uint8_t* blk, float* y) {
     case BlockType::Q5_K: return quant::dequant_q5_k(blk, y);
     case BlockType::Q6_K: return quant::dequant_q6_k(blk, y);
     case BlockType::Q5_0: return quant::dequant_q5_0(blk, y);
+    case BlockType::Q4_0: return quant::dequant_q4_0(blk, y);
+    case BlockType::Q5_1: return quant::dequant_q5_1(blk, y);
+    case BlockType::IQ4_NL: return quant::dequant_iq4_nl(blk, y);
   }
 }
 

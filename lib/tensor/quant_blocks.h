@@ -1,7 +1,7 @@
-// QuantBlocks: a weight matrix as GGUF quantization blocks: Q8_0, Q4_1 or Q5_0 (32 weights per
-// block) or the K-quants Q4_K, Q5_K, Q6_K (256 weights per super-block; a Q4_K_M file mixes Q4_K
-// and Q6_K, and Q5_0 / Q8_0 where a row is not a multiple of 256); a row = cols / block_elems()
-// blocks. The GGUF loader holds such a weight as its blocks
+// QuantBlocks: a weight matrix as GGUF quantization blocks: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 or
+// IQ4_NL (32 weights per block) or the K-quants Q4_K, Q5_K, Q6_K (256 weights per super-block; a
+// Q4_K_M file mixes Q4_K and Q6_K, and Q5_0 / Q8_0 where a row is not a multiple of 256: the
+// fallbacks llama-quantize writes, docs/gguf.md); a row = cols / block_elems() blocks. The GGUF loader holds such a weight as its blocks
 // only (Tensor::from_blocks: no float32 copy beside them, so that a model takes about its file's
 // size in memory). The CPU backend multiplies by the blocks (decode: block_matmul.h; prefill:
 // block_prefill.h dequantizes a panel of rows at a time); every other reader of the values
@@ -15,12 +15,12 @@
 
 namespace lmscope {
 
-enum class BlockType : uint8_t { Q8_0, Q4_1, Q4_K, Q5_K, Q6_K, Q5_0 };
+enum class BlockType : uint8_t { Q8_0, Q4_1, Q4_K, Q5_K, Q6_K, Q5_0, Q4_0, Q5_1, IQ4_NL };
 
 // Weights per block, bytes per block (ggml-common.h's layouts, kernels/quant_blocks.cuh), and
 // the ggml type number (GGML_TYPE_*).
 constexpr int64_t block_elems(BlockType t) {
-  return t == BlockType::Q8_0 || t == BlockType::Q4_1 || t == BlockType::Q5_0 ? 32 : 256;
+  return t == BlockType::Q4_K || t == BlockType::Q5_K || t == BlockType::Q6_K ? 256 : 32;
 }
 constexpr size_t block_bytes(BlockType t) {
   switch (t) {
@@ -30,6 +30,9 @@ constexpr size_t block_bytes(BlockType t) {
     case BlockType::Q5_K: return 176;
     case BlockType::Q6_K: return 210;
     case BlockType::Q5_0: return 22;
+    case BlockType::Q4_0: return 18;
+    case BlockType::Q5_1: return 24;
+    case BlockType::IQ4_NL: return 18;
   }
   return 0;
 }
@@ -41,11 +44,16 @@ constexpr uint32_t ggml_type_of(BlockType t) {
     case BlockType::Q5_K: return 13;
     case BlockType::Q6_K: return 14;
     case BlockType::Q5_0: return 6;
+    case BlockType::Q4_0: return 2;
+    case BlockType::Q5_1: return 7;
+    case BlockType::IQ4_NL: return 20;
   }
   return 0;
 }
 constexpr bool is_k_quant(BlockType t) { return block_elems(t) == 256; }
-const char* block_type_name(BlockType t);   // "Q8_0", ..., "Q6_K", "Q5_0"
+const char* block_type_name(BlockType t);   // "Q8_0", ..., "Q6_K", "Q5_0", "Q4_0", "Q5_1", "IQ4_NL"
+// Q4_1 and Q5_1 blocks carry a min m beside the scale d: y = d * q + m (the others y = d * q).
+constexpr bool has_min(BlockType t) { return t == BlockType::Q4_1 || t == BlockType::Q5_1; }
 // The block type of a ggml type name ("Q4_K"...); false for any other type.
 bool block_type_of(const std::string& ggml_name, BlockType* out);
 

@@ -1,7 +1,7 @@
 // Decode's matmul over GGUF blocks (lib/backend/cpu/block_matmul.h) against sgemm on the same
 // weights dequantized by the loader's own per-block functions (kernels/quant_blocks.cuh):
-// Q8_0, Q4_1 (widths of 1, 3, 18 and 48 blocks of 32) and Q4_K, Q5_K, Q6_K (1, 3, 6 and 9
-// super-blocks of 256), 1 to 8 rows, output counts that do not divide
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL (widths of 1, 3, 18 and 48 blocks of 32) and Q4_K,
+// Q5_K, Q6_K (1, 3, 6 and 9 super-blocks of 256), 1 to 8 rows, output counts that do not divide
 // between the threads, with and without bias; the AVX-512, AVX2 and portable implementations
 // each (the SIMD ones also against the portable one, their reference); a row's result the same
 // in any batch; which one block_matmul runs; CpuBackend::linear choosing it only when it

@@ -1,7 +1,7 @@
 // The q8 prefill GEMM (lib/backend/cpu/q8_gemm.h) against the one-row kernel it stands in for:
 //  * every output of q8_gemm_outputs_<kernel> equals q8_outputs_portable's bit for bit (so the
 //    one-row SIMD kernels' and llama.cpp's: tests/engine/q8_matmul_test.cpp,
-//    tests/llamacpp/ggml_q8_test.cpp), for Q8_0, Q4_1 and Q5_0, row counts that fill groups of
+//    tests/llamacpp/ggml_q8_test.cpp), for every 32-weight block type, row counts that fill groups of
 //    8 exactly and that leave a short last group (9, 15, 17, 23, 37), row lengths of 1 to 152
 //    blocks (4864 columns, a whole group row past L1), output counts that leave a short last
 //    chunk, with and without a bias, split over the threads and as one odd slice;
@@ -40,7 +40,7 @@ std::vector<Gemm> gemms() {
           {"avx512", cpu::q8_gemm_outputs_avx512, cpu::q8_avx512_available()}};
 }
 
-const std::vector<BlockType> kQ8Types = {BlockType::Q8_0, BlockType::Q4_1, BlockType::Q5_0};
+const std::vector<BlockType>& kQ8Types = test::q8_block_types();
 
 // Rows [N, I] of standard-normal values, each block scaled by 10^u, u uniform in [-6, 3]; row 1
 // (where there is one) all zero.

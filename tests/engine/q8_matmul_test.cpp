@@ -7,7 +7,8 @@
 //    within the bound int8 rounding implies (derived at q8_bound);
 //  * the AVX2 and AVX-512 VNNI kernels against the portable one, bit for bit;
 //  * CpuBackend's q8 mode (linear, linear_group) running exactly those numbers, for any N.
-// Q8_0, Q4_1 and Q5_0, N = 1..8 and 37, odd block counts, output counts the threads do not divide.
+// Every 32-weight block type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL), N = 1..8 and 37, odd block
+// counts, output counts the threads do not divide.
 #include <gtest/gtest.h>
 
 #include "tests/engine/f16_reference.h"
@@ -73,7 +74,7 @@ void expect_block(const float* x, const cpu::Q8Rows& r, int64_t b, const char* w
 // d = amax / 127. So |x_j - d q_j| <= d/2 (plus float's rounding of x_j * id: 1e-5 d), and
 // |d q_j - d_h q_j| <= 127 |d - d_h|. With w_j the dequantized weight, the block contributes
 // at most sum_j |w_j| (d/2 + 127 |d - d_h|) to |q8 - exact|. A Q4_1 block adds its min m times
-// the rounding of s: m (d_h sum q - s_h). Float accumulation: 1e-5 of sum |w_j x_j| more.
+// the rounding of s: m (d_h sum q - s_h), and so does a Q5_1 block. Float accumulation: 1e-5 of sum |w_j x_j| more.
 double q8_bound(const float* w, const float* x, int64_t I, BlockType type, const uint8_t* wrow, size_t bb) {
   double bound = 0, mag = 0;
   for (int64_t b = 0; b < I / 32; ++b) {
@@ -84,7 +85,7 @@ double q8_bound(const float* w, const float* x, int64_t I, BlockType type, const
     double wsum = 0;
     for (int j = 0; j < 32; ++j) wsum += std::fabs(w[b * 32 + j]), mag += std::fabs(double(w[b * 32 + j]) * xb[j]);
     bound += wsum * (d * (0.5 + 1e-5) + 127 * std::fabs(d - dh));
-    if (type == BlockType::Q4_1) {
+    if (has_min(type)) {
       const Expected e = straightforward(xb);
       int sum = 0;
       for (int v : e.q) sum += v;
@@ -117,7 +118,7 @@ std::vector<Simd> simd_kernels() {
 }
 
 const std::vector<int64_t> kRows = {1, 2, 3, 4, 5, 6, 7, 8, 37};
-const std::vector<BlockType> kQ8Types = {BlockType::Q8_0, BlockType::Q4_1, BlockType::Q5_0};
+const std::vector<BlockType>& kQ8Types = test::q8_block_types();
 
 }  // namespace
 

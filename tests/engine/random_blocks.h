@@ -1,5 +1,5 @@
-// Random GGUF blocks for the CPU matmul tests: [O, I] of Q8_0, Q4_1, Q5_0, Q4_K, Q5_K or Q6_K with
-// scales of either sign and every nibble/byte value used (a K-quant's 6-bit sub-block scales
+// Random GGUF blocks for the CPU matmul tests: [O, I] of any BlockType (Q8_0, Q4_0, Q4_1, Q5_0,
+// Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K) with scales of either sign and every nibble/byte value used (a K-quant's 6-bit sub-block scales
 // and mins too), and the same weights as float32 dequantized block by block with the loader's
 // per-block functions (kernels/quant_blocks.cuh), the reference; random activations and the
 // tolerance the kernels are held to.
@@ -36,10 +36,10 @@ inline RandomBlocks random_blocks(BlockType type, int64_t O, int64_t I, uint64_t
   b.q->cols = I;
   b.bytes = std::make_shared<std::vector<uint8_t>>(size_t(O) * b.q->row_bytes());
   std::vector<uint8_t>& bytes = *b.bytes;
-  // The f16 fields of each type (d; Q4_1: d, m; Q4_K/Q5_K: d, dmin; Q6_K: d at its end) are
-  // finite values; every other byte is random.
+  // The f16 fields of each type (d; Q4_1, Q5_1: d, m; Q4_K/Q5_K: d, dmin; Q6_K: d at its end)
+  // are finite values; every other byte is random.
   std::vector<size_t> f16_at = {0};
-  if (type == BlockType::Q4_1 || type == BlockType::Q4_K || type == BlockType::Q5_K) f16_at = {0, 2};
+  if (has_min(type) || type == BlockType::Q4_K || type == BlockType::Q5_K) f16_at = {0, 2};
   if (type == BlockType::Q6_K) f16_at = {208};
   for (size_t at = 0; at < bytes.size(); at += b.q->block_bytes()) {
     for (size_t k = 0; k < b.q->block_bytes(); ++k) bytes[at + k] = uint8_t(byte(rng));
@@ -58,8 +58,17 @@ inline RandomBlocks random_blocks(BlockType type, int64_t O, int64_t I, uint64_t
 
 // Each block type, for the tests that go over all of them.
 inline const std::vector<BlockType>& all_block_types() {
-  static const std::vector<BlockType> types = {BlockType::Q8_0, BlockType::Q4_1, BlockType::Q5_0,
-                                               BlockType::Q4_K, BlockType::Q5_K, BlockType::Q6_K};
+  static const std::vector<BlockType> types = {BlockType::Q8_0, BlockType::Q4_0, BlockType::Q4_1, BlockType::Q5_0,
+                                               BlockType::Q5_1, BlockType::IQ4_NL, BlockType::Q4_K, BlockType::Q5_K,
+                                               BlockType::Q6_K};
+  return types;
+}
+
+// The 32-weight block types, which --cpu-activations q8 multiplies by int8 rows of Q8_0/Q8_1
+// blocks (q8_matmul.h, q8_gemm.h; the K-quants go through q8k_matmul.h).
+inline const std::vector<BlockType>& q8_block_types() {
+  static const std::vector<BlockType> types = {BlockType::Q8_0,  BlockType::Q4_0, BlockType::Q4_1,
+                                               BlockType::Q5_0,  BlockType::Q5_1, BlockType::IQ4_NL};
   return types;
 }
 

@@ -84,7 +84,7 @@ TEST(Dequant, EverySupportedTypeHasReferences) {
     }
   }
   // The list, each dequantizable and covered.
-  for (const char* t : {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q6_K"}) {
+  for (const char* t : {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q6_K", "IQ4_NL"}) {
     bool can = false;
     for (uint32_t id = 0; id < 64; ++id)
       if (const GgmlTypeInfo* ti = ggml_type_info(id); ti && std::string(ti->name) == t) can = ggml_can_dequantize(id);

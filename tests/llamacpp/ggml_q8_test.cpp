@@ -1,4 +1,5 @@
-// --cpu-activations q8 on GGUF Q8_0, Q4_1 and Q5_0 weights against llama.cpp's own functions (the
+// --cpu-activations q8 on GGUF Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL weights (every 32-weight
+// block type lmscope holds as stored) against llama.cpp's own functions (the
 // libggml-base.so / libggml-cpu.so of scripts/build-llamacpp.sh, tests/llamacpp/ggml_lib.h),
 // for every q8 kernel lmscope can pick on the processor the test runs on (portable always, avx2
 // and avx512 where q8_avx2_available() / q8_avx512_available(): LMSCOPE_CPU_KERNEL's choices).
@@ -6,7 +7,10 @@
 // (ggml_get_type_traits(type)->from_float_ref, what llama-quantize writes into a GGUF), the
 // activations from the CPU backend's quantizer of the weight type's vec_dot_type
 // (ggml_get_type_traits_cpu(Q8_0 / Q8_1)->from_float: quantize_row_q8_0 / _q8_1, what its matmul
-// runs on the activations; Q5_0's vec_dot_type is Q8_0, its vec_dot ggml_vec_dot_q5_0_q8_0). What must hold:
+// runs on the activations; Q4_0's, Q5_0's and IQ4_NL's vec_dot_type is Q8_0, Q4_1's and Q5_1's
+// Q8_1; their vec_dot ggml_vec_dot_q4_0_q8_0, ..., ggml_vec_dot_iq4_nl_q8_0). What must hold:
+//  * the weights: our dequantization of llama.cpp's blocks (dequantize_block, the loader's) equals
+//    its own to_float (dequantize_row_*) bit for bit;
 //  * activation quantization: ours (q8_quantize_portable and, where it runs, q8_quantize_avx2)
 //    gives llama.cpp's block_q8_0 / block_q8_1 bit for bit: the 32 codes, d and (q8_1) s;
 //  * the dot products: each output of q8_outputs_<kernel>, for every row of a batch of N = 1..17
@@ -112,9 +116,9 @@ std::vector<Kernel> kernels() {
 }
 
 const std::vector<Case>& cases() {
-  static const std::vector<Case> c = {{BlockType::Q8_0, 8, 8, kQ8_0Bytes},
-                                       {BlockType::Q4_1, 3, 9, kQ8_1Bytes},
-                                       {BlockType::Q5_0, 6, 8, kQ8_0Bytes}};
+  static const std::vector<Case> c = {{BlockType::Q8_0, 8, 8, kQ8_0Bytes},   {BlockType::Q4_0, 2, 8, kQ8_0Bytes},
+                                       {BlockType::Q4_1, 3, 9, kQ8_1Bytes},   {BlockType::Q5_0, 6, 8, kQ8_0Bytes},
+                                       {BlockType::Q5_1, 7, 9, kQ8_1Bytes},   {BlockType::IQ4_NL, 20, 8, kQ8_0Bytes}};
   return c;
 }
 
@@ -154,6 +158,21 @@ TEST(GgmlQ8, ActivationQuantizationIsLlamaCpps) {
   EXPECT_GE(compared, 3);
 }
 
+TEST(GgmlQ8, WeightsDequantizeAsLlamaCpps) {
+  SKIP_WITHOUT_GGML();
+  const int64_t O = 5, I = 64 * 32;
+  for (const Case& c : cases()) {
+    ASSERT_EQ(ggml_type_of(c.type), uint32_t(c.ggml_type)) << block_type_name(c.type);
+    const std::vector<float> w = rows(O, I, 50 + uint64_t(c.ggml_type));
+    const std::vector<uint8_t> wq = ggml_quantize(ggml().traits(c.ggml_type)->from_float_ref, w, O, I, block_bytes(c.type));
+    std::vector<float> want(size_t(O * I)), got(size_t(O * I), NAN);
+    ggml().traits(c.ggml_type)->to_float(wq.data(), want.data(), O * I);
+    dequantize_block_rows(QuantBlocks{c.type, O, I, wq.data(), nullptr}, 0, O, got.data());
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_EQ(ggtest::bits(want[i]), ggtest::bits(got[i])) << block_type_name(c.type) << " element " << i;
+  }
+}
+
 TEST(GgmlQ8, DotProductsAreLlamaCppsBitForBitOnEveryKernel) {
   SKIP_WITHOUT_GGML();
   const int64_t O = 7, kMaxN = 17;
@@ -191,6 +210,7 @@ TEST(GgmlQ8, DotProductsAreLlamaCppsBitForBitOnEveryKernel) {
       }
     }
   }
-  std::printf("[ measure ] %d Q8_0/Q4_1/Q5_0 q8 dot products equal to llama.cpp's vec_dot bit for bit; kernels: %s\n",
+  std::printf("[ measure ] %d Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/IQ4_NL q8 dot products equal to llama.cpp's vec_dot bit for "
+              "bit; kernels: %s\n",
               compared, ran.c_str());
 }

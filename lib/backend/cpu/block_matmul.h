@@ -1,10 +1,10 @@
 // Decode's matmul over GGUF blocks: out[N,O] = x[N,I] @ W[O,I]^T (+ bias[O]) with W held as
-// Q8_0, Q4_1, Q5_0, Q4_K, Q5_K or Q6_K blocks (tensor/quant_blocks.h), for a few rows (decode: N =
-// batch). A decode step is bound by reading the weights; the blocks are 4.5-7x smaller than
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K or Q6_K blocks (tensor/quant_blocks.h), for a
+// few rows (decode: N = batch). A decode step is bound by reading the weights; the blocks are 4.5-7x smaller than
 // float32 values (SmolLM2 Q4_1: 92 MB against 540 MB per token).
 //
 // Numbers: the same products as the float32 path up to float32 rounding order: a block's
-// sum is d * sum(q * x) (+ m * sum(x) for Q4_1) instead of sum((d * q + m) * x); a K-quant
+// sum is d * sum(q * x) (+ m * sum(x) for Q4_1/Q5_1) instead of sum((d * q + m) * x); a K-quant
 // super-block's likewise per sub-block (block_matmul_k_x86.h). The per-block layouts are
 // kernels/quant_blocks.cuh's. Three builds: portable (the reference the tests hold the others
 // to), AVX2 (block_matmul_avx2.cpp) and AVX-512 (block_matmul_avx512.cpp); kernel_table.h says
@@ -54,10 +54,11 @@ void block_matmul_avx2(float* out, const float* x, const QuantBlocks& W, const f
 void block_matmul_avx512(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N);
 bool block_matmul_simd_available();   // AVX2 + FMA + F16C
 bool block_matmul_avx512_available();   // those + AVX-512F
-// The Q5_0 body of the AVX2 kernel, which the AVX-512 one runs too for a Q5_0 W (a Q5_0 row
-// is at most a few hundred blocks: the fallback of rows whose width is not a multiple of 256).
-void block_matmul_q5_0_avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
-                                    int64_t o0, int64_t o1);
+// The AVX2 kernel's body for the fallback types Q5_0, Q4_0, Q5_1 and IQ4_NL, which the AVX-512
+// one runs too for such a W (llama-quantize writes them where a row is not a multiple of 256,
+// so a row is at most a few hundred blocks: docs/gguf.md).
+void block_matmul_fallback_avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias,
+                                        int64_t N, int64_t o0, int64_t o1);
 // The K-quant bodies the two take for a Q4_K/Q5_K/Q6_K W (block_matmul_k_x86.h).
 void block_matmul_k_avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
                                  int64_t o0, int64_t o1);

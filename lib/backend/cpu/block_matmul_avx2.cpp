@@ -9,6 +9,7 @@
 #include "backend/cpu/block_rows.h"
 #include "backend/cpu/kernel_table.h"
 #include "backend/cpu/over_rows.h"
+#include "kernels/quant_blocks.cuh"   // kIQ4NLValues
 
 #include "backend/cpu/avx2.h"
 
@@ -30,35 +31,46 @@ LMSCOPE_AVX2_F16C inline __m256 splat_f16(const uint8_t* p) {
 }
 
 // The 32 weights of a block as 4 vectors of 8 floats, without the scale: q (Q8_0: -128..127;
-// Q4_1: 0..15; Q5_0: -16..15; in Q4_1 and Q5_0 elements 0-15 from the low nibbles, 16-31 from
-// the high ones). A Q4_1 block's bytes 0-7 widen to 8 dwords in one instruction (8-15 in
-// another); the low nibbles (elements 0-7) are then a mask and the high ones (16-23) a shift,
-// with no byte shuffles. Q5_0 is the same nibbles plus a fifth bit: element e's is bit e of the
-// block's 32-bit qh, which a per-lane shift by e brings down in each vector.
+// Q4_0: -8..7; Q4_1: 0..15; Q5_0: -16..15; Q5_1: 0..31; IQ4_NL: the grid value of the nibble,
+// -127..113; in every nibble type elements 0-15 from the low nibbles, 16-31 from the high ones).
+// A block's bytes 0-7 widen to 8 dwords in one instruction (8-15 in another); the low nibbles
+// (elements 0-7) are then a mask and the high ones (16-23) a shift, with no byte shuffles. Q5_0
+// and Q5_1 are the same nibbles plus a fifth bit: element e's is bit e of the block's 32-bit qh,
+// which a per-lane shift by e brings down in each vector. IQ4_NL looks its 32 nibbles up in the
+// grid with one byte shuffle per half, then widens the int8 values.
 template <BlockType T>
 LMSCOPE_AVX2_F16C inline void block_q(const uint8_t* blk, __m256 q[4]) {
-  if (T == BlockType::Q4_1 || T == BlockType::Q5_0) {
-    const uint8_t* qs = blk + (T == BlockType::Q4_1 ? 4 : 6);
+  if (T == BlockType::IQ4_NL) {
+    const __m128i grid = _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIQ4NLValues));
+    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)), low4 = _mm_set1_epi8(0x0F);
+    const __m128i v[2] = {_mm_shuffle_epi8(grid, _mm_and_si128(qs, low4)),                          // elements 0-15
+                          _mm_shuffle_epi8(grid, _mm_and_si128(_mm_srli_epi16(qs, 4), low4))};   // 16-31
+    for (int k = 0; k < 4; ++k)
+      q[k] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(k % 2 ? _mm_srli_si128(v[k / 2], 8) : v[k / 2]));
+  } else if (T == BlockType::Q8_0) {
+    const uint8_t* qs = blk + 2;
+    for (int k = 0; k < 4; ++k)
+      q[k] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 * k))));
+  } else {   // Q4_0, Q4_1, Q5_0, Q5_1: d [, m] [, qh], then 16 bytes of nibbles
+    constexpr bool fifth_bit = T == BlockType::Q5_0 || T == BlockType::Q5_1;
+    constexpr int qh_at = T == BlockType::Q5_1 ? 4 : 2;
+    constexpr int qs_at = 2 + (has_min(T) ? 2 : 0) + (fifth_bit ? 4 : 0);
+    constexpr int offset = T == BlockType::Q4_0 ? 8 : T == BlockType::Q5_0 ? 16 : 0;   // the codes' zero
+    const uint8_t* qs = blk + qs_at;
     const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs))),
                   hi = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8)));
     const __m256i mask = _mm256_set1_epi32(0x0F);
     __m256i n[4] = {_mm256_and_si256(lo, mask), _mm256_and_si256(hi, mask), _mm256_srli_epi32(lo, 4),
                     _mm256_srli_epi32(hi, 4)};   // elements 0-7, 8-15, 16-23, 24-31
-    if (T == BlockType::Q5_0) {
+    if (fifth_bit) {
       uint32_t qh;
-      std::memcpy(&qh, blk + 2, 4);
-      const __m256i bits = _mm256_set1_epi32(int(qh)), one = _mm256_set1_epi32(1), sixteen = _mm256_set1_epi32(16);
+      std::memcpy(&qh, blk + qh_at, 4);
+      const __m256i bits = _mm256_set1_epi32(int(qh)), one = _mm256_set1_epi32(1);
       __m256i e = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);   // the elements of vector k: 8k + lane
-      for (int k = 0; k < 4; ++k, e = _mm256_add_epi32(e, _mm256_set1_epi32(8))) {
-        const __m256i fifth = _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(bits, e), one), 4);
-        n[k] = _mm256_sub_epi32(_mm256_or_si256(n[k], fifth), sixteen);
-      }
+      for (int k = 0; k < 4; ++k, e = _mm256_add_epi32(e, _mm256_set1_epi32(8)))
+        n[k] = _mm256_or_si256(n[k], _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(bits, e), one), 4));
     }
-    for (int k = 0; k < 4; ++k) q[k] = _mm256_cvtepi32_ps(n[k]);
-  } else {
-    const uint8_t* qs = blk + 2;
-    for (int k = 0; k < 4; ++k)
-      q[k] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + 8 * k))));
+    for (int k = 0; k < 4; ++k) q[k] = _mm256_cvtepi32_ps(_mm256_sub_epi32(n[k], _mm256_set1_epi32(offset)));
   }
 }
 
@@ -69,7 +81,7 @@ LMSCOPE_AVX2_F16C inline void block_q(const uint8_t* blk, __m256 q[4]) {
 template <BlockType T, int N>
 LMSCOPE_AVX2_F16C inline void block_rows(const uint8_t* blk, const float* xb, const float* sxb, int64_t I,
                                          int64_t S, __m256* acc_d, __m256* acc_m) {
-  constexpr bool Q4_1 = T == BlockType::Q4_1;
+  constexpr bool Q4_1 = has_min(T);   // Q4_1, Q5_1: a min m
   __m256 q[4];
   block_q<T>(blk, q);
   const __m256 d = splat_f16(blk);
@@ -109,11 +121,11 @@ LMSCOPE_AVX2_F16C inline const float* lane_sums(const float* x, int64_t N, int64
 template <BlockType T, int N>
 LMSCOPE_AVX2_F16C void avx2_rows(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t o0,
                                  int64_t o1) {
-  constexpr bool Q4_1 = T == BlockType::Q4_1;
+  constexpr bool Q4_1 = has_min(T);   // Q4_1, Q5_1: a min m
   const int64_t O = W.rows, I = W.cols, nb = W.row_blocks(), S = nb * 8;
   const size_t bb = W.block_bytes();
   const float* sx = Q4_1 ? lane_sums(x, N, I, nb, S) : nullptr;
-  const auto sums_at = [sx](int64_t b) { return Q4_1 ? sx + b * 8 : nullptr; };   // Q8_0 has no mins
+  const auto sums_at = [sx](int64_t b) { return Q4_1 ? sx + b * 8 : nullptr; };   // the others have no mins
   for (int64_t o = o0; o < o1; ++o) {
     const uint8_t* row = W.data + o * W.row_bytes();
     __m256 d0[N], d1[N], m0[N], m1[N];
@@ -136,7 +148,8 @@ LMSCOPE_AVX2_F16C void avx2_rows(float* out, const float* x, const QuantBlocks& 
 void avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N, int64_t o0,
                   int64_t o1) {
   if (is_k_quant(W.type)) return block_matmul_k_avx2_outputs(out, x, W, bias, N, o0, o1);
-  if (W.type == BlockType::Q5_0) return block_matmul_q5_0_avx2_outputs(out, x, W, bias, N, o0, o1);
+  if (W.type != BlockType::Q8_0 && W.type != BlockType::Q4_1)
+    return block_matmul_fallback_avx2_outputs(out, x, W, bias, N, o0, o1);
   with_block_shape(W.type, N, [&](auto q4_1, auto rows) {
     constexpr BlockType T = decltype(q4_1)::value ? BlockType::Q4_1 : BlockType::Q8_0;
     avx2_rows<T, decltype(rows)::value>(out, x, W, bias, o0, o1);
@@ -145,9 +158,17 @@ void avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float*
 
 }  // namespace
 
-void block_matmul_q5_0_avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
-                                    int64_t o0, int64_t o1) {
-  with_rows(N, [&](auto rows) { avx2_rows<BlockType::Q5_0, decltype(rows)::value>(out, x, W, bias, o0, o1); });
+void block_matmul_fallback_avx2_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias,
+                                        int64_t N, int64_t o0, int64_t o1) {
+  with_rows(N, [&](auto rows) {
+    constexpr int R = decltype(rows)::value;
+    switch (W.type) {
+      case BlockType::Q4_0: return avx2_rows<BlockType::Q4_0, R>(out, x, W, bias, o0, o1);
+      case BlockType::Q5_1: return avx2_rows<BlockType::Q5_1, R>(out, x, W, bias, o0, o1);
+      case BlockType::IQ4_NL: return avx2_rows<BlockType::IQ4_NL, R>(out, x, W, bias, o0, o1);
+      default: return avx2_rows<BlockType::Q5_0, R>(out, x, W, bias, o0, o1);
+    }
+  });
 }
 
 void block_matmul_avx2(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
@@ -160,8 +181,9 @@ bool block_matmul_simd_available() { return processor_runs(Isa::avx2); }
 void avx2_outputs(float*, const float*, const QuantBlocks&, const float*, int64_t, int64_t, int64_t) {
   throw std::logic_error("avx2_outputs: not an x86-64 build");
 }
-void block_matmul_q5_0_avx2_outputs(float*, const float*, const QuantBlocks&, const float*, int64_t, int64_t, int64_t) {
-  throw std::logic_error("block_matmul_q5_0_avx2_outputs: not an x86-64 build");
+void block_matmul_fallback_avx2_outputs(float*, const float*, const QuantBlocks&, const float*, int64_t, int64_t,
+                                        int64_t) {
+  throw std::logic_error("block_matmul_fallback_avx2_outputs: not an x86-64 build");
 }
 void block_matmul_avx2(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N) {
   block_matmul_portable(out, x, W, bias, N);

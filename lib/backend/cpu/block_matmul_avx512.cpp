@@ -97,7 +97,8 @@ LMSCOPE_AVX512 void outputs(float* out, const float* x, const QuantBlocks& W, co
 void block_matmul_avx512_outputs(float* out, const float* x, const QuantBlocks& W, const float* bias, int64_t N,
                                  int64_t o0, int64_t o1) {
   if (is_k_quant(W.type)) return block_matmul_k_avx512_outputs(out, x, W, bias, N, o0, o1);
-  if (W.type == BlockType::Q5_0) return block_matmul_q5_0_avx2_outputs(out, x, W, bias, N, o0, o1);
+  if (W.type != BlockType::Q8_0 && W.type != BlockType::Q4_1)
+    return block_matmul_fallback_avx2_outputs(out, x, W, bias, N, o0, o1);
   with_block_shape(W.type, N, [&](auto q4_1, auto rows) {
     outputs<decltype(q4_1)::value, decltype(rows)::value>(out, x, W, bias, o0, o1);
   });

@@ -45,23 +45,50 @@ LMSCOPE_AVX2_ONLY inline __m256i widen8(const uint8_t* p) {
   return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
 }
 
-// A Q5_0 block: y = d * q, q = (nibble | fifth bit << 4) - 16, each product rounded on its own
-// (quant::dequant_q5_0). Element e's nibble: the low one of byte e for e < 16, else the high one
-// of byte e - 16; its fifth bit: bit e of the 32-bit qh, brought down by a per-lane shift.
-LMSCOPE_AVX2_ONLY void q5_0_block(const uint8_t* blk, float* y) {
+// A block of one of the fallback types (Q4_0, Q5_0, Q5_1, IQ4_NL): y = d * q (+ m for Q5_1),
+// each product and sum rounded on its own (quant::dequant_q4_0 / _q5_0 / _q5_1 / _iq4_nl).
+// Element e's nibble: the low one of byte e for e < 16, else the high one of byte e - 16; Q5_0's
+// and Q5_1's fifth bit: bit e of the 32-bit qh, brought down by a per-lane shift; IQ4_NL's value:
+// the grid entry the nibble indexes (one byte shuffle per 16 elements).
+template <BlockType T>
+LMSCOPE_AVX2_ONLY void fallback_block(const uint8_t* blk, float* y) {
   const __m256 d = _mm256_set1_ps(quant::load_f16(blk));
-  uint32_t qh;
-  std::memcpy(&qh, blk + 2, 4);
-  const __m256i lo = widen8(blk + 6), hi = widen8(blk + 14), low4 = _mm256_set1_epi32(0x0F);
-  const __m256i nib[4] = {_mm256_and_si256(lo, low4), _mm256_and_si256(hi, low4), _mm256_srli_epi32(lo, 4),
-                          _mm256_srli_epi32(hi, 4)};   // elements 0-7, 8-15, 16-23, 24-31
-  const __m256i bits = _mm256_set1_epi32(int(qh)), one = _mm256_set1_epi32(1), sixteen = _mm256_set1_epi32(16);
-  __m256i e = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  for (int k = 0; k < 4; ++k, e = _mm256_add_epi32(e, _mm256_set1_epi32(8))) {
-    const __m256i fifth = _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(bits, e), one), 4);
-    const __m256i q = _mm256_sub_epi32(_mm256_or_si256(nib[k], fifth), sixteen);
-    _mm256_storeu_ps(y + 8 * k, _mm256_mul_ps(d, _mm256_cvtepi32_ps(q)));
+  if (T == BlockType::IQ4_NL) {
+    const __m128i grid = _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIQ4NLValues));
+    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)), low4 = _mm_set1_epi8(0x0F);
+    const __m128i v[2] = {_mm_shuffle_epi8(grid, _mm_and_si128(qs, low4)),
+                          _mm_shuffle_epi8(grid, _mm_and_si128(_mm_srli_epi16(qs, 4), low4))};
+    for (int k = 0; k < 4; ++k) {
+      const __m256i q = _mm256_cvtepi8_epi32(k % 2 ? _mm_srli_si128(v[k / 2], 8) : v[k / 2]);
+      _mm256_storeu_ps(y + 8 * k, _mm256_mul_ps(d, _mm256_cvtepi32_ps(q)));
+    }
+    return;
   }
+  constexpr bool fifth_bit = T == BlockType::Q5_0 || T == BlockType::Q5_1;
+  constexpr int qs_at = T == BlockType::Q5_1 ? 8 : T == BlockType::Q5_0 ? 6 : 2;
+  constexpr int offset = T == BlockType::Q4_0 ? 8 : T == BlockType::Q5_0 ? 16 : 0;   // the codes' zero
+  const __m256i lo = widen8(blk + qs_at), hi = widen8(blk + qs_at + 8), low4 = _mm256_set1_epi32(0x0F);
+  __m256i q[4] = {_mm256_and_si256(lo, low4), _mm256_and_si256(hi, low4), _mm256_srli_epi32(lo, 4),
+                  _mm256_srli_epi32(hi, 4)};   // elements 0-7, 8-15, 16-23, 24-31
+  if (fifth_bit) {
+    uint32_t qh;
+    std::memcpy(&qh, blk + (T == BlockType::Q5_1 ? 4 : 2), 4);
+    const __m256i bits = _mm256_set1_epi32(int(qh)), one = _mm256_set1_epi32(1);
+    __m256i e = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int k = 0; k < 4; ++k, e = _mm256_add_epi32(e, _mm256_set1_epi32(8)))
+      q[k] = _mm256_or_si256(q[k], _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(bits, e), one), 4));
+  }
+  for (int k = 0; k < 4; ++k) {
+    __m256 v = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(q[k], _mm256_set1_epi32(offset))));
+    if (T == BlockType::Q5_1) v = _mm256_add_ps(v, _mm256_set1_ps(quant::load_f16(blk + 2)));
+    _mm256_storeu_ps(y + 8 * k, v);
+  }
+}
+
+// Every block of a row of one of the fallback types.
+template <BlockType T>
+LMSCOPE_AVX2_ONLY void fallback_row(const uint8_t* blk, int64_t nb, float* y) {
+  for (int64_t k = 0; k < nb; ++k, blk += block_bytes(T), y += 32) fallback_block<T>(blk, y);
 }
 
 // A Q4_K/Q5_K super-block: y = (d * sc) * q - (dmin * m) per sub-block of 32, the scales
@@ -113,7 +140,7 @@ LMSCOPE_AVX2_ONLY void q6k_block(const uint8_t* blk, float* y) {
 }  // namespace
 
 // Block layouts (kernels/quant_blocks.cuh): Q8_0 = f16 d, 32 int8; Q4_1 = f16 d, f16 m, 16
-// bytes whose low nibbles are elements 0..15 and high nibbles 16..31; the K-quants' there too.
+// bytes whose low nibbles are elements 0..15 and high nibbles 16..31; the others' there too.
 LMSCOPE_AVX2_ONLY void dequantize_panel_avx2(const QuantBlocks& W, int64_t row0, int64_t n, float* out) {
   const int64_t nb = W.row_blocks();
   const __m128i low4 = _mm_set1_epi8(0x0F);
@@ -129,9 +156,12 @@ LMSCOPE_AVX2_ONLY void dequantize_panel_avx2(const QuantBlocks& W, int64_t row0,
       }
       continue;
     }
-    if (W.type == BlockType::Q5_0) {
-      for (int64_t k = 0; k < nb; ++k, blk += W.block_bytes(), y += 32) q5_0_block(blk, y);
-      continue;
+    switch (W.type) {
+      case BlockType::Q4_0: fallback_row<BlockType::Q4_0>(blk, nb, y); continue;
+      case BlockType::Q5_0: fallback_row<BlockType::Q5_0>(blk, nb, y); continue;
+      case BlockType::Q5_1: fallback_row<BlockType::Q5_1>(blk, nb, y); continue;
+      case BlockType::IQ4_NL: fallback_row<BlockType::IQ4_NL>(blk, nb, y); continue;
+      default: break;   // Q8_0, Q4_1 below
     }
     for (int64_t k = 0; k < nb; ++k, blk += W.block_bytes(), y += 32) {
       const __m256 d = _mm256_set1_ps(f16_to_f32(uint16_t(blk[0] | (blk[1] << 8))));

@@ -1,5 +1,5 @@
 // Prefill's matmul over GGUF blocks: out[N,O] = x[N,I] @ W[O,I]^T (+ bias[O]) for any N, with
-// W held as GGUF blocks only (Q8_0, Q4_1, K-quants; no float32 copy: tensor/quant_blocks.h).
+// W held as GGUF blocks only (any BlockType; no float32 copy: tensor/quant_blocks.h).
 // The O outputs go in pieces of a size the shape alone sets (over_rows.h's sgemm_piece, at most
 // a panel of kPrefillPanelBytes), spread over the OpenMP threads: dequantize the piece's rows
 // into the thread's buffer (kept for the thread's life), then one sgemm of x against it. The

@@ -2,7 +2,7 @@
 //
 // A family is one computation the CPU backend has in several builds, one per instruction set:
 //   block_matmul   decode's matmul over GGUF blocks, float32 activations (block_matmul.h)
-//   q8_matmul      --cpu-activations q8 over Q8_0/Q4_1/Q5_0, with its row quantizer (q8_matmul.h)
+//   q8_matmul      --cpu-activations q8 over the 32-weight block types, with its row quantizer (q8_matmul.h)
 //   q8k_matmul     --cpu-activations q8 over the K-quants (q8k_matmul.h)
 //   attention_row  a decode row's two loops over the KV cache (attention_row.h)
 //   half_matmul    decode's matmul over bf16/f16 weights (half_matmul.h)

@@ -1,7 +1,9 @@
-// The prefill of --cpu-activations q8 over Q8_0, Q4_1 and Q5_0 weights: an int8 GEMM that
-// takes eight activation rows through each weight block in one pass, with the numbers of the
-// one-row kernel (q8_matmul.h) bit for bit, so of llama.cpp's ggml_vec_dot_*_q8_0/_q8_1 and of
-// its prefill (llamafile's tinyBLAS_Q0_AVX, which forms each output the same way).
+// The prefill of --cpu-activations q8 over Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL weights: an
+// int8 GEMM that takes eight activation rows through each weight block in one pass, with the
+// numbers of the one-row kernel (q8_matmul.h) bit for bit, so of llama.cpp's
+// ggml_vec_dot_*_q8_0/_q8_1 and of its prefill (llamafile's tinyBLAS_Q0_AVX, which forms each
+// output the same way for Q8_0, Q4_0 and Q5_0; for IQ4_NL it sums the blocks in one set of lanes where vec_dot uses two, and
+// lmscope keeps vec_dot's order: kernels/q8_activations.cuh).
 //
 // What must not change is each output's arithmetic: per weight block, eight exact integer
 // lanes (lane k: elements 4k..4k+3), each converted to float and added by one FMA with the
@@ -37,7 +39,7 @@ constexpr int kQ8GemmRows = 8;
 // Outputs decoded at a time (q8_gemm_x86.h): their codes stay in L2 while every group reads them.
 constexpr int64_t kQ8GemmChunk = 32;
 // The bytes of a thread's decoded chunk for rows of `cols` weights: per output and block at
-// most 64 bytes of codes (Q8_0), a d and an m.
+// most 64 bytes of codes (Q8_0, IQ4_NL), a d and an m.
 constexpr int64_t q8_gemm_scratch_bytes(int64_t cols) { return kQ8GemmChunk * (cols / 32) * (64 + 4 + 4); }
 // From this many rows on, q8_matmul runs the GEMM (`lmscope-bench --q8-prefill ROWS`, one
 // thread, Qwen2.5-Coder-0.5B's layers: at 8 rows the GEMM's one group pays for decoding the
@@ -49,7 +51,7 @@ constexpr int64_t kQ8GemmMinRows = 16;
 //     q + (g * nb + b) * 256 + k * 32 + r * 4
 //   d, s [groups][nb][8 rows]: the rows' block scales d_a and (block_q8_1's) sums s_a
 //   sum16 [groups][nb][8 quads][8 rows]: 16 times the sum of the row's codes 4k..4k+3 (what
-//     Q5_0's w + 16 adds to the dot, taken off again: q8_gemm_x86.h)
+//     Q5_0's w + 16 adds to the dot, taken off again, and half of it Q4_0's w + 8: q8_gemm_x86.h)
 // Rows past x.rows (the last group's padding) have zero codes and zero scales.
 struct Q8GemmPanel {
   int64_t groups = 0, blocks = 0;
@@ -60,8 +62,8 @@ struct Q8GemmPanel {
 void q8_gemm_pack(const Q8Rows& x, Q8GemmPanel& panel);
 
 // Outputs [o0, o1) of every row of x, on the calling thread (the Q8Outputs signature, so
-// q8_matmul splits it over the threads as it does the one-row kernel). W is Q8_0, Q4_1 or
-// Q5_0. *_available(): q8_avx2_available() / q8_avx512_available(). kernel_table.h's
+// q8_matmul splits it over the threads as it does the one-row kernel). W is any 32-weight block
+// type. *_available(): q8_avx2_available() / q8_avx512_available(). kernel_table.h's
 // q8_matmul family holds each as its build's `gemm`.
 void q8_gemm_outputs_avx2(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias, int64_t o0,
                           int64_t o1);

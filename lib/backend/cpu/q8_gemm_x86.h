@@ -32,18 +32,26 @@ struct Group {
   const int32_t* sum16;
 };
 
+// Whether a type's codes are signed bytes whose signs move onto the activations (Q8_0, IQ4_NL:
+// |w| and w both kept), rather than made unsigned by an offset (Q4_0: w + 8; Q5_0: w + 16) or
+// unsigned already (Q4_1, Q5_1).
+constexpr bool signs_move(BlockType t) { return t == BlockType::Q8_0 || t == BlockType::IQ4_NL; }
+
 // A chunk of weight rows decoded once for every group that reads them (q8_gemm_scratch_bytes):
-// per output, per block, 32 unsigned codes u (Q8_0: |w|, its signs moving onto the activation
-// as in the one-row kernel; Q4_1: the nibbles; Q5_0: w + 16), then Q8_0's 32 signed codes w, and
-// per output the blocks' d_w (and Q4_1's m_w) as float.
+// per output, per block, 32 unsigned codes u (Q8_0, IQ4_NL: |w|, then the 32 signed codes w;
+// Q4_1, Q5_1: the codes; Q4_0: w + 8; Q5_0: w + 16), and per output the blocks' d_w (and
+// Q4_1's / Q5_1's m_w) as float.
 template <BlockType T>
 struct Decoded {
-  static constexpr int64_t kCodeBytes = T == BlockType::Q8_0 ? 64 : 32;   // per block
+  static constexpr int64_t kCodeBytes = signs_move(T) ? 64 : 32;   // per block
   uint8_t* codes;   // [outputs][nb][kCodeBytes]
   float* d;         // [outputs][nb]
-  float* m;         // [outputs][nb] (Q4_1)
+  float* m;         // [outputs][nb] (Q4_1, Q5_1)
   int64_t nb;
 };
+
+// What a type's unsigned codes add to the dot, per activation: u = w + offset.
+constexpr int code_offset(BlockType t) { return t == BlockType::Q4_0 ? 8 : t == BlockType::Q5_0 ? 16 : 0; }
 
 template <BlockType T>
 LMSCOPE_Q8_TARGET void decode_chunk(const QuantBlocks& W, int64_t o0, int64_t o1, const Decoded<T>& dec) {
@@ -56,59 +64,91 @@ LMSCOPE_Q8_TARGET void decode_chunk(const QuantBlocks& W, int64_t o0, int64_t o1
       const uint8_t* blk = row + b * bb;
       const __m256i w = weight_codes<T>(blk);
       __m256i u = w;
-      if (T == BlockType::Q8_0) u = _mm256_sign_epi8(w, w);
-      if (T == BlockType::Q5_0) u = _mm256_add_epi8(w, _mm256_set1_epi8(16));
+      if (signs_move(T)) u = _mm256_sign_epi8(w, w);
+      if (code_offset(T)) u = _mm256_add_epi8(w, _mm256_set1_epi8(char(code_offset(T))));
       uint8_t* c = codes + b * Decoded<T>::kCodeBytes;
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(c), u);
-      if (T == BlockType::Q8_0) _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + 32), w);
+      if (signs_move(T)) _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + 32), w);
       dec.d[(o - o0) * nb + b] = load_f16c(blk);
-      if (T == BlockType::Q4_1) dec.m[(o - o0) * nb + b] = load_f16c(blk + 2);
+      if (has_min(T)) dec.m[(o - o0) * nb + b] = load_f16c(blk + 2);
     }
   }
 }
 
+// Block b of output i into the eight lane registers of the group's eight rows: per quad k, with
+// u_k the weight's quad broadcast to all eight rows and a_k the rows' quads, the exact integer
+// lane k of each row:
+//   Q4_1, Q5_1      dot(u_k, a_k)                    (codes 0..15 / 0..31, unsigned as they are)
+//   Q8_0, IQ4_NL    dot(|w|_k, sign(a_k, w_k))        (llama.cpp's mul_sum_i8_pairs_float)
+//   Q4_0, Q5_0      dot(w_k + c, a_k) - c sum(a_k)    (c = 8 / 16: w + c is unsigned, no sign
+//                                                     step; the rows' 16 sum(a_k) come packed,
+//                                                     q8_gemm.h, and 8 sum(a_k) is half of it)
+// each an exact integer (maddubs's pairs stay below 2^15: |a| <= 127, u <= 128), so every lane
+// is the one-row kernel's. Returns the lanes' integer sum over the block's eight quads, per row.
+template <BlockType T>
+LMSCOPE_Q8_TARGET inline __m256i block_lanes(const uint8_t* u, const int8_t* a, const int32_t* sum16, __m256 dd,
+                                             __m256* acc) {
+  __m256i total = _mm256_setzero_si256();
+  for (int k = 0; k < 8; ++k) {
+    int32_t quad_u;
+    std::memcpy(&quad_u, u + 4 * k, 4);
+    __m256i ak = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 32 * k));
+    if (signs_move(T)) {
+      int32_t quad_w;
+      std::memcpy(&quad_w, u + 32 + 4 * k, 4);
+      ak = _mm256_sign_epi8(ak, _mm256_set1_epi32(quad_w));
+    }
+    __m256i isum = dot4(_mm256_set1_epi32(quad_u), ak);
+    if (code_offset(T)) {
+      const __m256i s16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sum16 + 8 * k));
+      isum = _mm256_sub_epi32(isum, code_offset(T) == 16 ? s16 : _mm256_srai_epi32(s16, 1));
+    }
+    if (acc) acc[k] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(isum), acc[k]);
+    total = _mm256_add_epi32(total, isum);
+  }
+  return total;
+}
+
+// Block b of output i into acc, for the group's eight rows: the combined scales d_w * d_a (one
+// vector product), Q4_1's / Q5_1's fma(m_w, s_a, summs), then block_lanes.
+template <BlockType T>
+LMSCOPE_Q8_TARGET inline void block_into(const Decoded<T>& dec, int64_t i, const Group& g, int64_t b, __m256* acc,
+                                         __m256& summs) {
+  const int64_t nb = dec.nb;
+  const __m256 dd = _mm256_mul_ps(_mm256_set1_ps(dec.d[i * nb + b]), _mm256_loadu_ps(g.d + b * 8));   // per row
+  if (has_min(T)) summs = _mm256_fmadd_ps(_mm256_set1_ps(dec.m[i * nb + b]), _mm256_loadu_ps(g.s + b * 8), summs);
+  block_lanes<T>(dec.codes + (i * nb + b) * Decoded<T>::kCodeBytes, g.q + b * 256, g.sum16 + b * 64, dd, acc);
+}
+
 // Output i of a decoded chunk for the group's eight rows: y[r] = W row . row r, the one-row
-// kernel's numbers. Per block and quad k, with u_k the weight's quad broadcast to all eight
-// rows and a_k the rows' quads, the exact integer lane k of each row:
-//   Q4_1  dot(u_k, a_k)                   (codes 0..15, unsigned as they are)
-//   Q8_0  dot(|w|_k, sign(a_k, w_k))       (llama.cpp's mul_sum_i8_pairs_float)
-//   Q5_0  dot(w_k + 16, a_k) - 16 sum(a_k) (w + 16 is 0..31: unsigned, no sign step; the rows'
-//                                           16 sum(a_k) come packed, q8_gemm.h)
-// each an exact integer (maddubs's pairs stay below 2^15: |a| <= 127, u <= 127), so every
-// lane is the one-row kernel's.
+// kernel's numbers (block_into per block; IQ4_NL's even and odd blocks into two sets of lanes
+// and an odd last block apart, as kernels/q8_activations.cuh says).
 template <BlockType T>
 LMSCOPE_Q8_TARGET inline __m256 group_output(const Decoded<T>& dec, int64_t i, const Group& g) {
-  constexpr bool Q4_1 = T == BlockType::Q4_1, Q8_0 = T == BlockType::Q8_0, Q5_0 = T == BlockType::Q5_0;
-  const int64_t nb = dec.nb;
-  const uint8_t* codes = dec.codes + i * nb * Decoded<T>::kCodeBytes;
-  const float* d_w = dec.d + i * nb;
-  __m256 acc[8];
-  for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
-  __m256 summs = _mm256_setzero_ps();   // Q4_1: per row, fma(m_w, s_a, summs) block after block
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* u = codes + b * Decoded<T>::kCodeBytes;
-    const __m256 dd = _mm256_mul_ps(_mm256_set1_ps(d_w[b]), _mm256_loadu_ps(g.d + b * 8));   // d_w * d_a, per row
-    if (Q4_1) summs = _mm256_fmadd_ps(_mm256_set1_ps(dec.m[i * nb + b]), _mm256_loadu_ps(g.s + b * 8), summs);
-    const int8_t* a = g.q + b * 256;
-    for (int k = 0; k < 8; ++k) {
-      int32_t quad_u;
-      std::memcpy(&quad_u, u + 4 * k, 4);
-      __m256i ak = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 32 * k));
-      if (Q8_0) {
-        int32_t quad_w;
-        std::memcpy(&quad_w, u + 32 + 4 * k, 4);
-        ak = _mm256_sign_epi8(ak, _mm256_set1_epi32(quad_w));
-      }
-      __m256i isum = dot4(_mm256_set1_epi32(quad_u), ak);
-      if (Q5_0) isum = _mm256_sub_epi32(isum, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.sum16 + b * 64 + 8 * k)));
-      acc[k] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(isum), acc[k]);
-    }
+  constexpr bool kPairs = T == BlockType::IQ4_NL;
+  const int64_t nb = dec.nb, lane_blocks = kPairs ? nb / 2 * 2 : nb;
+  __m256 acc[8], odd[8];
+  for (int k = 0; k < 8; ++k) acc[k] = odd[k] = _mm256_setzero_ps();
+  __m256 summs = _mm256_setzero_ps();   // Q4_1, Q5_1: per row, fma(m_w, s_a, summs) block after block
+  for (int64_t b = 0; b < lane_blocks; b += kPairs ? 2 : 1) {
+    block_into<T>(dec, i, g, b, acc, summs);
+    if (kPairs) block_into<T>(dec, i, g, b + 1, odd, summs);
   }
+  if (kPairs)
+    for (int k = 0; k < 8; ++k) acc[k] = _mm256_add_ps(acc[k], odd[k]);
   // hsum_float_8's order, between registers: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))
   const __m256 l04 = _mm256_add_ps(acc[0], acc[4]), l15 = _mm256_add_ps(acc[1], acc[5]);
   const __m256 l26 = _mm256_add_ps(acc[2], acc[6]), l37 = _mm256_add_ps(acc[3], acc[7]);
-  const __m256 y = _mm256_add_ps(_mm256_add_ps(l04, l26), _mm256_add_ps(l15, l37));
-  return Q4_1 ? _mm256_add_ps(y, summs) : y;
+  __m256 y = _mm256_add_ps(_mm256_add_ps(l04, l26), _mm256_add_ps(l15, l37));
+  if (has_min(T)) y = _mm256_add_ps(y, summs);
+  if (lane_blocks < nb) {   // IQ4_NL's odd last block: y + (d_w * d_a) * float(its integer dot)
+    const int64_t b = nb - 1;
+    const __m256 dd = _mm256_mul_ps(_mm256_set1_ps(dec.d[i * nb + b]), _mm256_loadu_ps(g.d + b * 8));
+    const __m256i total =
+        block_lanes<T>(dec.codes + (i * nb + b) * Decoded<T>::kCodeBytes, g.q + b * 256, g.sum16 + b * 64, dd, nullptr);
+    y = mul_then_add(dd, _mm256_cvtepi32_ps(total), y);
+  }
+  return y;
 }
 
 // Outputs [o0, o1) of every row: a chunk of kQ8GemmChunk outputs at a time, decoded once, then
@@ -145,6 +185,9 @@ void x86_gemm_outputs(float* out, const Q8GemmPanel& panel, int64_t N, const Qua
   switch (W.type) {
     case BlockType::Q4_1: return gemm_outputs<BlockType::Q4_1>(out, p, N, W, bias, o0, o1, scratch);
     case BlockType::Q5_0: return gemm_outputs<BlockType::Q5_0>(out, p, N, W, bias, o0, o1, scratch);
+    case BlockType::Q4_0: return gemm_outputs<BlockType::Q4_0>(out, p, N, W, bias, o0, o1, scratch);
+    case BlockType::Q5_1: return gemm_outputs<BlockType::Q5_1>(out, p, N, W, bias, o0, o1, scratch);
+    case BlockType::IQ4_NL: return gemm_outputs<BlockType::IQ4_NL>(out, p, N, W, bias, o0, o1, scratch);
     default: return gemm_outputs<BlockType::Q8_0>(out, p, N, W, bias, o0, o1, scratch);
   }
 }

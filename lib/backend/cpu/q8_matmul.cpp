@@ -11,6 +11,15 @@
 #include "kernels/q8_activations.cuh"
 #include "kernels/quant_blocks.cuh"
 
+// IQ4_NL's odd last block is added as llama.cpp's compiled code adds it, y + dd * isum rounded
+// twice (kernels/q8_activations.cuh): no contraction into an FMA in this file, whatever the
+// target (every other fused step here is written as q8::fused).
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#else
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 namespace lmscope::cpu {
 
 void q8_quantize_portable(const float* x, int64_t blocks, int8_t* q, float* ds) {
@@ -37,41 +46,70 @@ void quantize_rows_q8(const float* x, int64_t N, int64_t I, Q8Rows& out) {
 }
 
 // ---- portable: the formulas of kernels/q8_activations.cuh one lane at a time ---------------
+namespace {
+// A weight block's 32 codes in element order (nibble types: element j from byte j's low nibble,
+// j + 16 from its high one; Q5_0/Q5_1 add bit j of their qh as 16).
+void block_codes(BlockType type, const uint8_t* blk, int* qw) {
+  if (type == BlockType::Q8_0) {   // d, then 32 signed bytes
+    for (int j = 0; j < 32; ++j) qw[j] = int8_t(blk[2 + j]);
+    return;
+  }
+  const bool fifth_bit = type == BlockType::Q5_0 || type == BlockType::Q5_1;
+  const int qs_at = 2 + (has_min(type) ? 2 : 0) + (fifth_bit ? 4 : 0);
+  const uint32_t qh = fifth_bit ? quant::load_u32(blk + qs_at - 4) : 0;
+  const int offset = type == BlockType::Q4_0 ? 8 : type == BlockType::Q5_0 ? 16 : 0;
+  for (int j = 0; j < 16; ++j) {
+    const int lo = (blk[qs_at + j] & 0x0F) | int(((qh >> j) & 1u) << 4);
+    const int hi = (blk[qs_at + j] >> 4) | int(((qh >> (j + 16)) & 1u) << 4);
+    if (type == BlockType::IQ4_NL) {
+      qw[j] = quant::kIQ4NLValues[lo];
+      qw[j + 16] = quant::kIQ4NLValues[hi];
+    } else {
+      qw[j] = lo - offset;
+      qw[j + 16] = hi - offset;
+    }
+  }
+}
+}  // namespace
+
 void q8_outputs_portable(float* out, const Q8Rows& x, const QuantBlocks& W, const float* bias, int64_t o0,
                          int64_t o1) {
   const int64_t O = W.rows, I = W.cols, nb = I / q8::kBlock;
-  const bool q4_1 = W.type == BlockType::Q4_1, q5_0 = W.type == BlockType::Q5_0;
+  const bool min = has_min(W.type);
+  // IQ4_NL: pairs of blocks into two sets of lanes, an odd last block alone (q8_activations.cuh)
+  const bool pairs = W.type == BlockType::IQ4_NL;
+  const int64_t lane_blocks = pairs ? nb / 2 * 2 : nb;
   for (int64_t o = o0; o < o1; ++o) {
     const uint8_t* row = W.data + o * W.row_bytes();
     for (int64_t n = 0; n < x.rows; ++n) {
-      float acc[q8::kLanes] = {}, summs = 0.0f;
-      for (int64_t b = 0; b < nb; ++b) {
+      float acc[2][q8::kLanes] = {}, summs = 0.0f;
+      int qw[q8::kBlock];   // a block's codes in element order
+      for (int64_t b = 0; b < lane_blocks; ++b) {
         const uint8_t* blk = row + b * W.block_bytes();
         const int8_t* qa = x.q.data() + n * I + b * q8::kBlock;
-        int qw[q8::kBlock];   // the block's codes in element order
-        for (int j = 0; j < 16; ++j) {
-          if (q4_1) {   // d, m, then nibbles: element j low, j + 16 high
-            qw[j] = blk[4 + j] & 0x0F;
-            qw[j + 16] = blk[4 + j] >> 4;
-          } else if (q5_0) {   // d, qh (element e's fifth bit is bit e), then nibbles; minus 16
-            const uint32_t qh = quant::load_u32(blk + 2);
-            qw[j] = int((blk[6 + j] & 0x0F) | (((qh >> j) & 1u) << 4)) - 16;
-            qw[j + 16] = int((blk[6 + j] >> 4) | (((qh >> (j + 16)) & 1u) << 4)) - 16;
-          } else {   // d, then 32 signed bytes
-            qw[j] = int8_t(blk[2 + j]);
-            qw[j + 16] = int8_t(blk[18 + j]);
-          }
-        }
+        block_codes(W.type, blk, qw);
         const float dd = quant::load_f16(blk) * x.d(n * nb + b);
+        float* lanes = acc[pairs ? b % 2 : 0];
         for (int k = 0; k < q8::kLanes; ++k) {
           int isum = 0;
           for (int j = 4 * k; j < 4 * k + 4; ++j) isum += qw[j] * qa[j];
-          acc[k] = q8::fused(dd, float(isum), acc[k]);
+          lanes[k] = q8::fused(dd, float(isum), lanes[k]);
         }
-        if (q4_1) summs = q8::fused(quant::load_f16(blk + 2), x.s(n * nb + b), summs);
+        if (min) summs = q8::fused(quant::load_f16(blk + 2), x.s(n * nb + b), summs);
       }
-      float y = q8::lane_sum(acc);
-      if (q4_1) y += summs;
+      if (pairs)
+        for (int k = 0; k < q8::kLanes; ++k) acc[0][k] += acc[1][k];
+      float y = q8::lane_sum(acc[0]);
+      if (min) y += summs;
+      if (lane_blocks < nb) {   // IQ4_NL's odd last block
+        const uint8_t* blk = row + (nb - 1) * W.block_bytes();
+        const int8_t* qa = x.q.data() + n * I + (nb - 1) * q8::kBlock;
+        block_codes(W.type, blk, qw);
+        int isum = 0;
+        for (int j = 0; j < q8::kBlock; ++j) isum += qw[j] * qa[j];
+        const float dd = quant::load_f16(blk) * x.d(n * nb + nb - 1);
+        y = y + dd * float(isum);   // two roundings (this file does not contract: above)
+      }
       out[n * O + o] = y + (bias ? bias[o] : 0.0f);
     }
   }
@@ -89,9 +127,7 @@ void check_shapes(const Q8Rows& x, const QuantBlocks& W) {
 
 }  // namespace
 
-bool q8_matmul_supports(BlockType type) {
-  return type == BlockType::Q8_0 || type == BlockType::Q4_1 || type == BlockType::Q5_0;
-}
+bool q8_matmul_supports(BlockType type) { return !is_k_quant(type); }
 
 const char* q8_matmul_kernel() { return isa_name(chosen_kernels().q8_matmul.isa); }
 

@@ -1,7 +1,7 @@
 // The fast mode's matmul over GGUF blocks (--cpu-activations q8): out[N,O] = x[N,I] @ W[O,I]^T
-// (+ bias[O]) with W held as Q8_0, Q4_1 or Q5_0 blocks and each row of x first quantized per
-// block of 32 to int8 (llama.cpp's block_q8_0 / block_q8_1: Q4_1's vec_dot_type is Q8_1, the
-// others' Q8_0), the products integer. The formulas and
+// (+ bias[O]) with W held as Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 or IQ4_NL blocks and each row of x
+// first quantized per block of 32 to int8 (llama.cpp's block_q8_0 / block_q8_1: Q4_1's and
+// Q5_1's vec_dot_type is Q8_1, the others' Q8_0), the products integer. The formulas and
 // their llama.cpp sources are kernels/q8_activations.cuh's; the results are llama.cpp's x86
 // numbers bit for bit (each output's eight lanes and their order included).
 //
@@ -48,7 +48,8 @@ void q8_matmul(float* out, const Q8Rows& x, const QuantBlocks& W, const float* b
 // Several matrices reading the same x in one parallel region (block_matmul_group's split).
 void q8_matmul_group(const Q8Rows& x, const BlockMatmulJob* jobs, int count);
 
-// Whether q8_matmul multiplies weights of this type (Q8_0, Q4_1, Q5_0).
+// Whether q8_matmul multiplies weights of this type (every 32-weight block type; the K-quants
+// go through q8k_matmul.h).
 bool q8_matmul_supports(BlockType type);
 
 // The build q8_matmul runs (kernel_table.h): "avx512", "avx2" or "portable".

@@ -3,16 +3,15 @@
 // LMSCOPE_Q8_VNNI (1: vpdpbusd; 0: maddubs + madd) first. Everything here has internal
 // linkage, so the two builds never merge (an AVX-512 copy must not stand in for the AVX2 one).
 //
-// Per output and tile of R rows, per weight block: the 32 codes as one 256-bit vector (Q4_1 and
-// Q5_0: the low nibbles are elements 0-15, the high ones 16-31, as llama.cpp's
-// bytes_from_nibbles_32 lays them out; Q5_0 adds bit j of its qh to element j as 16, then
-// subtracts 16: -16..15), one 8-lane integer dot with each row's codes (lane k: elements
-// 4k..4k+3), converted to float and accumulated by FMA with the combined scale; the formulas are
-// kernels/q8_activations.cuh's. The dot takes unsigned times signed bytes: Q4_1 codes are
-// 0..15 already; a Q8_0 or Q5_0 weight gives its magnitude and its sign moves onto the
-// activation (|w| * sign(w)a, llama.cpp's mul_sum_i8_pairs_float, which its
-// ggml_vec_dot_q8_0_q8_0 and ggml_vec_dot_q5_0_q8_0 both call). Exact: |a| <= 127, so sign(w)a
-// fits.
+// Per output and tile of R rows, per weight block: the 32 codes as one 256-bit vector
+// (q8_codes_x86.h's weight_codes: in the nibble types the low nibbles are elements 0-15, the
+// high ones 16-31, as llama.cpp's bytes_from_nibbles_32 lays them out), one 8-lane integer dot
+// with each row's codes (lane k: elements 4k..4k+3), converted to float and accumulated by FMA
+// with the combined scale; the formulas are kernels/q8_activations.cuh's. The dot takes unsigned
+// times signed bytes: Q4_1 and Q5_1 codes are 0..15 / 0..31 already; a Q8_0, Q4_0, Q5_0 or
+// IQ4_NL weight gives its magnitude and its sign moves onto the activation (|w| * sign(w)a,
+// llama.cpp's mul_sum_i8_pairs_float / mul_add_epi8, which its ggml_vec_dot_q8_0_q8_0,
+// _q4_0_q8_0, _q5_0_q8_0 and _iq4_nl_q8_0 call). Exact: |a| <= 127, so sign(w)a fits.
 #pragma once
 #if !defined(LMSCOPE_Q8_TARGET) || !defined(LMSCOPE_Q8_VNNI)
 #error "define LMSCOPE_Q8_TARGET and LMSCOPE_Q8_VNNI before including q8_matmul_x86.h"
@@ -69,64 +68,100 @@ struct Rows {
   }
 }
 
+// One weight block (at b of each of the P rows) into the accumulators of the R activation rows:
+// per pair of outputs one conversion gives [d_o, m_o, d_p, m_p] (a block without a min has
+// codes or qh where m would be: those lanes go unused), one product with the row's [d_a, s_a,
+// d_a, s_a] gives both combined scales d_w * d_a (lanes 0, 2), and one FMA both min sums
+// fma(m, s_a, summs) (Q4_1, Q5_1: lanes 1, 3; lanes 0, 2 unused).
+template <BlockType T, int R, int P>
+LMSCOPE_Q8_TARGET inline void block_step(const uint8_t* const* rows, int64_t b, size_t bb, const int8_t* qa,
+                                         const float* ds, int64_t I, int64_t nb, __m256 (&acc)[P][R],
+                                         __m128 (&summs)[P / 2][R]) {
+  constexpr bool kMin = has_min(T);   // Q4_1, Q5_1: unsigned codes and a min; the others signed
+  const __m256i lane2 = _mm256_set1_epi32(2);
+  __m256i w[P], u[P];
+  __m128 scales[P / 2];
+  for (int i = 0; i < P; ++i) {
+    w[i] = weight_codes<T>(rows[i] + b * bb);
+    u[i] = kMin ? w[i] : _mm256_sign_epi8(w[i], w[i]);
+  }
+  for (int j = 0; j < P / 2; ++j)
+    scales[j] = _mm_cvtph_ps(_mm_insert_epi32(_mm_cvtsi32_si128(int(quant::load_u32(rows[2 * j] + b * bb))),
+                                              int(quant::load_u32(rows[2 * j + 1] + b * bb)), 1));
+  for (int r = 0; r < R; ++r) {
+    const __m128 das = _mm_castpd_ps(_mm_loaddup_pd(reinterpret_cast<const double*>(ds + 2 * (r * nb + b))));
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qa + r * I + b * 32));
+    for (int j = 0; j < P / 2; ++j) {
+      const __m128 dd = _mm_mul_ps(scales[j], das);
+      if (kMin) summs[j][r] = _mm_fmadd_ps(scales[j], das, summs[j][r]);
+      const __m256 dd_o = _mm256_broadcastss_ps(dd);
+      const __m256 dd_p = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), lane2);
+      const int i = 2 * j;
+      const __m256i isum_o = dot4(u[i], kMin ? a : _mm256_sign_epi8(a, w[i]));
+      const __m256i isum_p = dot4(u[i + 1], kMin ? a : _mm256_sign_epi8(a, w[i + 1]));
+      acc[i][r] = _mm256_fmadd_ps(dd_o, _mm256_cvtepi32_ps(isum_o), acc[i][r]);
+      acc[i + 1][r] = _mm256_fmadd_ps(dd_p, _mm256_cvtepi32_ps(isum_p), acc[i + 1][r]);
+    }
+  }
+}
+
+// IQ4_NL's odd last block (kernels/q8_activations.cuh): y + (d_w * d_a) * float(the block's
+// integer dot), each step rounded (mul_then_add), the integer formed exactly.
+LMSCOPE_Q8_TARGET inline float iq4_nl_tail(const uint8_t* blk, const int8_t* a, float d_a, float y) {
+  const __m256i w = weight_codes<BlockType::IQ4_NL>(blk);
+  const __m256i lanes = dot4(_mm256_sign_epi8(w, w), _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)), w));
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1));
+  s4 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 1));
+  const __m256 dd = _mm256_set1_ps(quant::load_f16(blk) * d_a);
+  return _mm256_cvtss_f32(mul_then_add(dd, _mm256_set1_ps(float(_mm_cvtsi128_si32(s4))), _mm256_set1_ps(y)));
+}
+
 // Outputs [o0, o1) of rows [n0, n0 + R), P outputs at a time (P/2 pairs; more outputs in
 // flight hide the latency of each one's FMA chain, which the fixed summation order forbids
-// splitting). A pair's scales share the vector work: one conversion gives
-// [d_o, m_o, d_p, m_p] (a Q8_0 block has codes where m would be, a Q5_0 block its qh: those lanes go unused), one
-// product with the row's [d_a, s_a, d_a, s_a] gives both combined scales d_w * d_a (lanes 0,
-// 2), and one FMA both Q4_1 sums fma(m, s_a, summs) (lanes 1, 3; lanes 0, 2 unused). Outputs
-// past o1 repeat the last one and are not written.
+// splitting). Outputs past o1 repeat the last one and are not written. IQ4_NL keeps its even
+// and odd blocks in two sets of accumulators (vec_dot's order).
 template <BlockType T, int R, int P>
 LMSCOPE_Q8_TARGET void tile(float* out, const Rows& x, int64_t n0, const QuantBlocks& W, const float* bias,
                             int64_t o0, int64_t o1) {
   static_assert(P % 2 == 0, "outputs go in pairs");
-  constexpr bool Q4_1 = T == BlockType::Q4_1;   // unsigned codes and a min; Q8_0, Q5_0 signed
+  constexpr bool kMin = has_min(T);
+  constexpr bool kPairs = T == BlockType::IQ4_NL;
   const int64_t O = W.rows, I = W.cols, nb = I / 32;
+  const int64_t lane_blocks = kPairs ? nb / 2 * 2 : nb;   // IQ4_NL: an odd last block comes apart
   const size_t bb = W.block_bytes(), rb = W.row_bytes();
   const int8_t* qa = x.q + n0 * I;
   const float* ds = x.ds + 2 * n0 * nb;
-  const __m256i lane2 = _mm256_set1_epi32(2);
   for (int64_t o = o0; o < o1; o += P) {
     int64_t idx[P];
     const uint8_t* rows[P];
     for (int i = 0; i < P; ++i) idx[i] = std::min(o + i, o1 - 1), rows[i] = W.data + idx[i] * rb;
-    __m256 acc[P][R];
+    __m256 acc[P][R], odd[kPairs ? P : 1][kPairs ? R : 1];
     __m128 summs[P / 2][R];   // pair j: lanes 1, 3 hold its outputs' sums of m * s
     for (int r = 0; r < R; ++r) {
       for (int i = 0; i < P; ++i) acc[i][r] = _mm256_setzero_ps();
       for (int j = 0; j < P / 2; ++j) summs[j][r] = _mm_setzero_ps();
     }
+    for (auto& row_acc : odd)
+      for (__m256& a : row_acc) a = _mm256_setzero_ps();
     // The P rows interleave P streams, which the hardware prefetcher follows poorly (the q8
     // decode ran at half the f32 kernel's bytes per second without this): each block step
     // asks for its share of the group two groups ahead (P rows are contiguous).
     // (Addresses as integers: past the matrix's end they are only hints, never pointers.)
     const uintptr_t ahead = reinterpret_cast<uintptr_t>(W.data) + uintptr_t((o + 2 * P) * int64_t(rb));
     constexpr int64_t lines = (P * int64_t(block_bytes(T)) + 63) / 64;   // a group's bytes per block step
-    for (int64_t b = 0; b < nb; ++b) {
-      prefetch_lines(ahead + uintptr_t(b * lines * 64), lines);
-      __m256i w[P], u[P];
-      __m128 scales[P / 2];
-      for (int i = 0; i < P; ++i) {
-        w[i] = weight_codes<T>(rows[i] + b * bb);
-        u[i] = Q4_1 ? w[i] : _mm256_sign_epi8(w[i], w[i]);
+    if constexpr (kPairs) {
+      for (int64_t b = 0; b < lane_blocks; b += 2) {
+        prefetch_lines(ahead + uintptr_t(b * lines * 64), 2 * lines);
+        block_step<T, R, P>(rows, b, bb, qa, ds, I, nb, acc, summs);
+        block_step<T, R, P>(rows, b + 1, bb, qa, ds, I, nb, odd, summs);
       }
-      for (int j = 0; j < P / 2; ++j)
-        scales[j] = _mm_cvtph_ps(_mm_insert_epi32(_mm_cvtsi32_si128(int(quant::load_u32(rows[2 * j] + b * bb))),
-                                                  int(quant::load_u32(rows[2 * j + 1] + b * bb)), 1));
-      for (int r = 0; r < R; ++r) {
-        const __m128 das = _mm_castpd_ps(_mm_loaddup_pd(reinterpret_cast<const double*>(ds + 2 * (r * nb + b))));
-        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qa + r * I + b * 32));
-        for (int j = 0; j < P / 2; ++j) {
-          const __m128 dd = _mm_mul_ps(scales[j], das);
-          if (Q4_1) summs[j][r] = _mm_fmadd_ps(scales[j], das, summs[j][r]);
-          const __m256 dd_o = _mm256_broadcastss_ps(dd);
-          const __m256 dd_p = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dd), lane2);
-          const int i = 2 * j;
-          const __m256i isum_o = dot4(u[i], Q4_1 ? a : _mm256_sign_epi8(a, w[i]));
-          const __m256i isum_p = dot4(u[i + 1], Q4_1 ? a : _mm256_sign_epi8(a, w[i + 1]));
-          acc[i][r] = _mm256_fmadd_ps(dd_o, _mm256_cvtepi32_ps(isum_o), acc[i][r]);
-          acc[i + 1][r] = _mm256_fmadd_ps(dd_p, _mm256_cvtepi32_ps(isum_p), acc[i + 1][r]);
-        }
+      for (int i = 0; i < P; ++i)
+        for (int r = 0; r < R; ++r) acc[i][r] = _mm256_add_ps(acc[i][r], odd[i][r]);
+    } else {
+      for (int64_t b = 0; b < nb; ++b) {
+        prefetch_lines(ahead + uintptr_t(b * lines * 64), lines);
+        block_step<T, R, P>(rows, b, bb, qa, ds, I, nb, acc, summs);
       }
     }
     for (int r = 0; r < R; ++r) {
@@ -135,7 +170,9 @@ LMSCOPE_Q8_TARGET void tile(float* out, const Rows& x, int64_t n0, const QuantBl
         if (i > 0 && idx[i] == idx[i - 1]) break;
         alignas(16) float sm[4];
         _mm_store_ps(sm, summs[i / 2][r]);
-        const float v = Q4_1 ? hsum(acc[i][r]) + sm[1 + 2 * (i % 2)] : hsum(acc[i][r]);
+        float v = kMin ? hsum(acc[i][r]) + sm[1 + 2 * (i % 2)] : hsum(acc[i][r]);
+        if (lane_blocks < nb)
+          v = iq4_nl_tail(rows[i] + (nb - 1) * bb, qa + r * I + (nb - 1) * 32, ds[2 * (r * nb + nb - 1)], v);
         y[idx[i]] = v + (bias ? bias[idx[i]] : 0.0f);
       }
     }
@@ -170,6 +207,9 @@ void x86_outputs(float* out, const Q8Rows& q8, const QuantBlocks& W, const float
       switch (W.type) {
         case BlockType::Q4_1: tile_n<BlockType::Q4_1>(R, out, x, n0, W, bias, c0, c1); break;
         case BlockType::Q5_0: tile_n<BlockType::Q5_0>(R, out, x, n0, W, bias, c0, c1); break;
+        case BlockType::Q4_0: tile_n<BlockType::Q4_0>(R, out, x, n0, W, bias, c0, c1); break;
+        case BlockType::Q5_1: tile_n<BlockType::Q5_1>(R, out, x, n0, W, bias, c0, c1); break;
+        case BlockType::IQ4_NL: tile_n<BlockType::IQ4_NL>(R, out, x, n0, W, bias, c0, c1); break;
         default: tile_n<BlockType::Q8_0>(R, out, x, n0, W, bias, c0, c1); break;
       }
     }
