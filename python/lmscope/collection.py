@@ -13,8 +13,6 @@ a different model, corpus or option is refused in one line. A lock file keeps a 
 collection out of the directory while one runs.
 """
 import argparse
-import fcntl
-import hashlib
 import os
 import sys
 import time
@@ -23,12 +21,14 @@ from typing import Iterator, List, Optional, Sequence, Tuple, Union
 from . import corpus as _corpus
 from . import names as _names
 from . import shards
+from .run_directory import RunDirectory, model_sha256, remove_partials
 from .collect_worker import LONG_POLICIES, Options, ShardWorker, hook_layout, parse_slice, shard_worker
 from .collection_pool import WorkerDied, run_local
 
 __all__ = ["collect", "main"]
 
 LOCK = "collection.lock"
+DIRECTORY = RunDirectory("collection", shards.MANIFEST, LOCK)
 
 
 def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]], positions: str = "all",
@@ -48,7 +48,7 @@ def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]],
         raise ValueError("chat: a corpus of token ids has no text to put in the chat template")
     _check_choices(positions, long, dtype, docs_per_shard, batch_size, workers)
     out = os.path.abspath(out)
-    _refuse_foreign_directory(out)
+    DIRECTORY.refuse_foreign(out)
 
     # The model once in this process: its identity, the hook names, the tokenizer for the scan.
     from . import Model
@@ -68,7 +68,7 @@ def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]],
     counts = _count_pieces(in_process, _corpus.documents(corpus, kind, field))
     widths = _hook_widths(lead, options.hooks)
     identity = {
-        "model": {"sha256": _model_sha256(model), "num_layers": lead.info["num_layers"],
+        "model": {"sha256": model_sha256(model), "num_layers": lead.info["num_layers"],
                   "hidden_size": lead.info["hidden_size"]},
         "corpus": {"sha256": summary.sha256, "kind": summary.kind, "field": summary.field},
         "options": options.as_dict(),
@@ -78,8 +78,8 @@ def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]],
         del in_process                # the workers load their own
 
     os.makedirs(out, exist_ok=True)
-    with _DirectoryLock(out):
-        _refuse_foreign_directory(out)    # again, now that no other collection can be writing it
+    with DIRECTORY.locked(out):
+        DIRECTORY.refuse_foreign(out)     # again, now that no other collection can be writing it
         manifest = _start_or_resume(out, identity, model, summary, counts, widths)
         todo = [i for i in range(manifest["num_shards"]) if not _finished(out, manifest, i)]
         bar = _Progress(counts["tokens"], manifest["num_shards"], progress)
@@ -108,53 +108,12 @@ def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]],
 
 
 # ---- the directory ------------------------------------------------------------------------------
-def _refuse_foreign_directory(out: str) -> None:
-    """A directory with files but no manifest is not a collection: refused, never touched."""
-    if os.path.lexists(out) and not os.path.isdir(out):
-        raise ValueError("'%s' is not a directory" % out)
-    if os.path.isdir(out):
-        entries = set(os.listdir(out)) - {LOCK}
-        if entries and shards.MANIFEST not in entries:
-            raise ValueError("'%s' holds files and no %s: not a collection (give a new or empty directory)"
-                             % (out, shards.MANIFEST))
-
-
-class _DirectoryLock:
-    """flock on DIR/collection.lock for the whole run: a second collection into the same
-    directory at the same time is refused at once (the kernel drops the lock of a killed run)."""
-
-    def __init__(self, out: str):
-        self.path = os.path.join(out, LOCK)
-
-    def __enter__(self):
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(self.fd, 32).decode(errors="replace").strip() or "?"
-            os.close(self.fd)
-            raise ValueError("'%s' is being written by another collection (pid %s)"
-                             % (os.path.dirname(self.path), holder)) from None
-        os.ftruncate(self.fd, 0)
-        os.write(self.fd, b"%d\n" % os.getpid())
-        return self
-
-    def __exit__(self, *exc):
-        os.close(self.fd)     # releases the lock; the file stays (an empty lock is harmless)
-
-
 def _start_or_resume(out, identity, model, summary, counts, widths) -> dict:
     path = os.path.join(out, shards.MANIFEST)
     if os.path.exists(path):
         manifest = shards.read_manifest(path)
-        for section in ("model", "corpus", "options"):
-            for key, want in identity[section].items():
-                had = manifest.get(section, {}).get(key)
-                if had != want:
-                    raise ValueError("'%s' holds a collection made with %s.%s = %s; this one asks %s "
-                                     "(give the same model, corpus and options to resume, or another directory)"
-                                     % (out, section, key, _short(had), _short(want)))
-        _remove_partials(out)
+        DIRECTORY.check_same(out, manifest, identity, "model, corpus and options")
+        remove_partials(out, ("shard-", shards.MANIFEST))
         return manifest
     num_shards = (summary.documents + identity["options"]["docs_per_shard"] - 1) // identity["options"]["docs_per_shard"]
     manifest = {
@@ -181,13 +140,6 @@ def _finished(out, manifest, index) -> bool:
             path = os.path.join(out, e["file"])
             return os.path.isfile(path) and os.path.getsize(path) == e["bytes"]
     return False
-
-
-def _remove_partials(out) -> None:
-    """The temporaries a killed writer left (io/text_file.h names them <file>.partial.<pid>.<n>)."""
-    for name in os.listdir(out):
-        if ".partial." in name and (name.startswith("shard-") or name.startswith(shards.MANIFEST)):
-            os.remove(os.path.join(out, name))
 
 
 def _record(out, manifest, data, entry, bar, batched=False) -> None:
@@ -270,23 +222,6 @@ def _hook_widths(model, hooks) -> dict:
     if missing:
         raise ValueError("the model offers no %s (docs/hooks.md)" % ", ".join(missing))
     return {h: int(as_rows(step[h], hook_layout(h)).shape[2]) for h in hooks}
-
-
-def _model_sha256(path) -> str:
-    """sha256 of a .gguf file; for a directory, of its files' names and sha256s."""
-    if os.path.isfile(path):
-        return shards.file_sha256(path)
-    digest = hashlib.sha256()
-    for root, _, files in sorted(os.walk(path)):
-        for name in sorted(files):
-            full = os.path.join(root, name)
-            digest.update(("%s %s\n" % (os.path.relpath(full, path), shards.file_sha256(full))).encode())
-    return digest.hexdigest()
-
-
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # ---- progress -----------------------------------------------------------------------------------

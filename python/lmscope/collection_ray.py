@@ -4,11 +4,11 @@ processes (collection_pool.py), computed by Ray actors (docs/collect.md, "Ray").
 
 Each actor holds one worker, built once by factory(*args) (for a collection a ShardWorker: one
 lmscope.Model, loaded once) and asks Ray for `threads` CPUs, which are its OpenMP threads. A
-shard is the unit of work: an idle actor gets the next one and returns its result; this
-process records it (for a collection: the one atomic writer, then the manifest), so the
-workers need no access to the output. When an actor dies (its process killed, its node lost),
-its shard goes back to the front of the queue for another actor and a new actor is started in
-its place; a shard is recorded only when it has come back whole, so nothing is lost and
+shard is the unit of work: each actor has two queued (it starts the second while this process
+fetches the first) and returns each one's result; this process records it (for a collection:
+the one atomic writer, then the manifest), so the workers need no access to the output. When
+an actor dies (its process killed, its node lost), its shards go back to the front of the queue
+for another actor and a new actor is started in its place; a shard is recorded only when it has come back whole, so nothing is lost and
 nothing is recorded twice. Ray is an optional extra of the package: pip install './python[ray]'.
 """
 import os
@@ -21,6 +21,7 @@ from .collection_pool import WorkerDied
 CONNECT_TIMEOUT_S = 10   # an address that does not answer within this is refused
 MAX_RETRIES = 3          # a shard whose actor died this many times ends the run
 HEAD_CHECK_S = 2         # while no shard comes back, the head is asked this often whether it is there
+PER_ACTOR = 2            # shards queued on an actor at once: it never waits for this process between two
 
 
 class RayWorker:
@@ -92,10 +93,12 @@ def check_answers(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
 def run_on_ray(address, factory, args, tasks, workers, threads, record) -> int:
     """Runs the shards of `tasks` ((index, payload) pairs, streamed) on `workers` actors of
     `threads` CPUs each, each holding factory(*args); record(result, entry) is called for
-    each finished shard, in this process. At most one shard per actor is held here besides
-    the queue of returned ones. Returns how many times a shard was given to another actor
-    because its own died. WorkerDied (one line) when a shard's actor died MAX_RETRIES + 1
-    times or the cluster stopped answering; what was recorded stays recorded."""
+    each finished shard, in this process. Each actor has PER_ACTOR shards queued, so that it
+    starts its next one while this process fetches and records the last (at most PER_ACTOR
+    shards per actor are held here, as the local pool holds). Returns how many times a shard
+    was given to another actor because its own died. WorkerDied (one line) when a shard's
+    actor died MAX_RETRIES + 1 times or the cluster stopped answering; what was recorded
+    stays recorded."""
     ray, started = connect(address)
     remote = ray.remote(num_cpus=threads, max_restarts=0,
                         runtime_env={"env_vars": {"OMP_NUM_THREADS": str(threads)}})(RayWorker)
@@ -103,17 +106,19 @@ def run_on_ray(address, factory, args, tasks, workers, threads, record) -> int:
     # The head's address as this driver reaches it (through Ray Client, ray://, it may not).
     gcs = None if address.startswith("ray://") else ray.get_runtime_context().gcs_address
     lost = False
-    actors = [spawn() for _ in range(workers)]
-    idle, running, queue, retries = list(actors), {}, deque(), {}
+    queued = {spawn(): 0 for _ in range(workers)}      # live actor -> its shards not yet returned
+    running, queue, retries = {}, deque(), {}
     source = iter(tasks)
     try:
         while True:
-            while idle:
-                task = queue.popleft() if queue else next(source, None)
-                if task is None:
-                    break
-                actor = idle.pop()
-                running[actor.run.remote(*task)] = (actor, task)
+            # Every live actor's queue topped up, one shard each round: the first shards spread out.
+            for depth in range(1, PER_ACTOR + 1):
+                for actor in [a for a, n in queued.items() if n < depth]:
+                    task = queue.popleft() if queue else next(source, None)
+                    if task is None:
+                        break
+                    running[actor.run.remote(*task)] = (actor, task)
+                    queued[actor] += 1
             if not running:
                 break
             ready, _ = ray.wait(list(running), num_returns=1, timeout=HEAD_CHECK_S)
@@ -135,12 +140,14 @@ def run_on_ray(address, factory, args, tasks, workers, threads, record) -> int:
                 if retries[task[0]] > MAX_RETRIES:
                     raise WorkerDied("shard %d: its Ray worker died %d times" % (task[0], MAX_RETRIES + 1)) from None
                 queue.appendleft(task)      # to another actor, first
-                idle.append(spawn())        # and a new actor in the dead one's place
+                if queued.pop(actor, None) is not None:
+                    queued[spawn()] = 0     # and a new actor in the dead one's place (once per death)
                 continue
             except ray.exceptions.RayTaskError as e:
                 raise (e.cause if isinstance(e.cause, ValueError) else ValueError(str(e).splitlines()[0])) from None
+            if actor in queued:
+                queued[actor] -= 1
             record(result, entry)
-            idle.append(actor)
         return sum(retries.values())
     except (OSError, ray.exceptions.RaySystemError) as e:
         # The head stopped (its GCS gone): the driver's channels to it break.
@@ -148,7 +155,7 @@ def run_on_ray(address, factory, args, tasks, workers, threads, record) -> int:
         raise WorkerDied("the Ray cluster '%s' stopped answering (%s)" % (address, _first_line(e))) from None
     finally:
         if not lost:             # a cluster that is gone has no actors to kill, and no one to say goodbye to
-            for actor in idle + [a for a, _ in running.values()]:
+            for actor in queued:
                 ray.kill(actor)
             if started:
                 ray.shutdown()
