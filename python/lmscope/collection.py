@@ -13,6 +13,8 @@ a different model, corpus or option is refused in one line. A lock file keeps a 
 collection out of the directory while one runs.
 """
 import argparse
+import contextlib
+import json
 import os
 import sys
 import time
@@ -63,48 +65,54 @@ def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]],
     options = Options(hooks=_expand_hooks(hooks, lead.info["num_layers"]), positions=positions, chat=chat, long=long,
                       max_tokens=limit, docs_per_shard=docs_per_shard, batch_size=batch_size, dtype=dtype,
                       backend=backend, cpu_activations=cpu_activations)
-    summary = _corpus.scan(corpus, kind, field, lead.info["vocab_size"])
-    in_process = ShardWorker(lead, options)        # tokenizes for the scan; runs the shards when alone
-    counts = _count_pieces(in_process, _corpus.documents(corpus, kind, field))
-    widths = _hook_widths(lead, options.hooks)
-    identity = {
-        "model": {"sha256": model_sha256(model), "num_layers": lead.info["num_layers"],
-                  "hidden_size": lead.info["hidden_size"]},
-        "corpus": {"sha256": summary.sha256, "kind": summary.kind, "field": summary.field},
-        "options": options.as_dict(),
-    }
-    del lead
-    if ray is not None or workers > 1:
-        del in_process                # the workers load their own
+    # On Ray the actors start now (a worker process each, its model loaded) while this process
+    # scans the corpus, so that they are ready when the first shard is; not for a collection
+    # already complete, which has nothing to run.
+    from .collection_ray import RayPool
+    start_pool = lambda: RayPool(ray, shard_worker, (model, options.as_dict()), workers, threads or 1)
+    with contextlib.ExitStack() as stack:
+        pool = stack.enter_context(start_pool()) if ray is not None and not _complete_before(out) else None
+        summary = _corpus.scan(corpus, kind, field, lead.info["vocab_size"])
+        in_process = ShardWorker(lead, options)        # tokenizes for the scan; runs the shards when alone
+        counts = _count_pieces(in_process, _corpus.documents(corpus, kind, field))
+        widths = _hook_widths(lead, options.hooks)
+        identity = {
+            "model": {"sha256": model_sha256(model), "num_layers": lead.info["num_layers"],
+                      "hidden_size": lead.info["hidden_size"]},
+            "corpus": {"sha256": summary.sha256, "kind": summary.kind, "field": summary.field},
+            "options": options.as_dict(),
+        }
+        del lead
+        if ray is not None or workers > 1:
+            del in_process                # the workers load their own
 
-    os.makedirs(out, exist_ok=True)
-    with DIRECTORY.locked(out):
-        DIRECTORY.refuse_foreign(out)     # again, now that no other collection can be writing it
-        manifest = _start_or_resume(out, identity, model, summary, counts, widths)
-        todo = [i for i in range(manifest["num_shards"]) if not _finished(out, manifest, i)]
-        bar = _Progress(counts["tokens"], manifest["num_shards"], progress)
-        bar.skip(sum(e["tokens"] for e in manifest["shards"]), len(manifest["shards"]))
-        tasks = _shard_tasks(corpus, kind, field, docs_per_shard, set(todo))
-        record = lambda data, entry: _record(out, manifest, data, entry, bar)
-        try:
-            if not todo:
-                pass                       # every shard is done: nothing to load
-            elif ray is not None:
-                from .collection_ray import run_on_ray
-                retried = run_on_ray(ray, shard_worker, (model, options.as_dict()), tasks, workers, threads or 1,
-                                     record)
-                manifest["shards_retried"] = manifest.get("shards_retried", 0) + retried   # on another worker
-            elif workers == 1:
-                for index, docs in tasks:
-                    _record(out, manifest, *in_process.collect(index, docs, on_batch=bar.advance), bar, batched=True)
-            else:
-                run_local(shard_worker, (model, options.as_dict()), tasks, workers, threads, record)
-        except WorkerDied as e:
-            raise ValueError("%s; the finished shards are kept: run the same command again to resume" % e) from None
-        manifest["complete"] = len(manifest["shards"]) == manifest["num_shards"]
-        shards.write_manifest(os.path.join(out, shards.MANIFEST), manifest)
-        bar.finish()
-    return manifest
+        os.makedirs(out, exist_ok=True)
+        with DIRECTORY.locked(out):
+            DIRECTORY.refuse_foreign(out)     # again, now that no other collection can be writing it
+            manifest = _start_or_resume(out, identity, model, summary, counts, widths)
+            todo = [i for i in range(manifest["num_shards"]) if not _finished(out, manifest, i)]
+            bar = _Progress(counts["tokens"], manifest["num_shards"], progress)
+            bar.skip(sum(e["tokens"] for e in manifest["shards"]), len(manifest["shards"]))
+            tasks = _shard_tasks(corpus, kind, field, docs_per_shard, set(todo))
+            record = lambda data, entry: _record(out, manifest, data, entry, bar)
+            try:
+                if not todo:
+                    pass                       # every shard is done: nothing to load
+                elif ray is not None:
+                    pool = pool or stack.enter_context(start_pool())
+                    retried = pool.run(tasks, record)
+                    manifest["shards_retried"] = manifest.get("shards_retried", 0) + retried   # on another worker
+                elif workers == 1:
+                    for index, docs in tasks:
+                        _record(out, manifest, *in_process.collect(index, docs, on_batch=bar.advance), bar, batched=True)
+                else:
+                    run_local(shard_worker, (model, options.as_dict()), tasks, workers, threads, record)
+            except WorkerDied as e:
+                raise ValueError("%s; the finished shards are kept: run the same command again to resume" % e) from None
+            manifest["complete"] = len(manifest["shards"]) == manifest["num_shards"]
+            shards.write_manifest(os.path.join(out, shards.MANIFEST), manifest)
+            bar.finish()
+        return manifest
 
 
 # ---- the directory ------------------------------------------------------------------------------
@@ -130,6 +138,15 @@ def _start_or_resume(out, identity, model, summary, counts, widths) -> dict:
     }
     shards.write_manifest(path, manifest)
     return manifest
+
+
+def _complete_before(out) -> bool:
+    """A manifest in `out` that says the collection is complete (an unreadable one: no)."""
+    try:
+        with open(os.path.join(out, shards.MANIFEST), "rb") as f:
+            return json.loads(f.read().decode("utf-8")).get("complete") is True
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _finished(out, manifest, index) -> bool:
