@@ -25,13 +25,11 @@ shard), and the merge goes in shard order: 1 worker, N workers and Ray give the 
 """
 import argparse
 import contextlib
-import ctypes
 import json
 import math
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -40,7 +38,7 @@ from typing import List, Optional, Sequence, Union
 
 from . import corpus as _corpus
 from ._core import interventions_line, write_file_atomic
-from .collection_pool import WorkerDied, run_local
+from .collection_pool import WorkerDied, die_with_parent, run_local
 from .sweep_directory import RESULT, SweepDirectory, shard_results
 
 __all__ = ["sweep_pairs", "sweep_corpus", "main"]
@@ -99,23 +97,12 @@ class ToolWorker:
 
     def _call(self, argv, where=lambda msg: msg) -> str:
         """The tool's stdout; its error line (the last line of stderr) as a ValueError."""
-        r = subprocess.run([self.tool] + argv, capture_output=True, text=True, preexec_fn=_die_with_parent)
+        r = subprocess.run([self.tool] + argv, capture_output=True, text=True, preexec_fn=die_with_parent)
         if r.returncode != 0:
             lines = r.stderr.strip().splitlines()
             raise ValueError(where(lines[-1] if lines else "%s ended with status %d"
                                    % (os.path.basename(self.tool), r.returncode)))
         return r.stdout
-
-
-# prctl(2), looked up here: between fork and exec the child (of a worker that may run threads)
-# makes this one C call and nothing else.
-_PRCTL, _PR_SET_PDEATHSIG, _SIGKILL = ctypes.CDLL(None, use_errno=True).prctl, 1, int(signal.SIGKILL)
-
-
-def _die_with_parent():
-    """The tool dies with its worker (PR_SET_PDEATHSIG): a killed worker leaves no tool
-    running on a shard that another worker now runs."""
-    _PRCTL(_PR_SET_PDEATHSIG, _SIGKILL)
 
 
 def find_tool(name: str, tools: Optional[str] = None) -> str:

@@ -174,8 +174,14 @@ def test_a_killed_sweep_resumes_to_the_bytes_of_an_uninterrupted_one(tmp_path):
     env = dict(os.environ, LMSCOPE_PYTHON_BUILD=os.path.join(BUILD, "python"), OMP_NUM_THREADS="1")
     p = subprocess.Popen(list(map(str, argv)), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wait_for_sweep_shards(out, 2, p)
+    workers = children(p.pid)
     p.send_signal(signal.SIGKILL)
     p.wait()
+    # Its worker processes die with it (PR_SET_PDEATHSIG), and their tools with them.
+    deadline = time.monotonic() + 10
+    while [w for w in workers if alive(w)] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert workers and not [w for w in workers if alive(w)], workers
     manifest = json.loads((out / "sweep.json").read_text())
     assert not manifest["complete"] and 2 <= len(manifest["shards"]) < 12
     kept = {e["file"]: e["sha256"] for e in manifest["shards"]}
@@ -270,3 +276,23 @@ def wait_for_sweep_shards(out, n, proc, timeout=120):
             pass
         time.sleep(0.01)
     raise AssertionError("no %d shards within %d s" % (n, timeout))
+
+
+def children(pid):
+    """The processes whose parent is `pid`."""
+    out = []
+    for q in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if int(open("/proc/%s/stat" % q).read().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(q))
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def alive(pid):
+    """Running (a zombie waiting for its parent's wait() has finished)."""
+    try:
+        return open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
