@@ -12,7 +12,11 @@ Prints tokens/s of:
   workers=2 the same with two worker processes of one thread each (the machine's cores
             permitting);
   ray       with --ray: the same two workers as Ray actors on a local cluster of two nodes of
-            one CPU each (ray.cluster_utils.Cluster; needs ray).
+            one CPU each (ray.cluster_utils.Cluster; needs ray). This process connects to the
+            cluster once, before the rows, as a notebook would; each row still starts its
+            actors and loads their models. After the table, where each Ray round's time went,
+            from Ray's own task timeline (ray.timeline): the actors' start, their model load,
+            their shards, and the time they waited between shards.
 Each collect row times the whole call: model load and sha256, the corpus scan, the shards.
 The rows run in turn, --repeat rounds, and each keeps its fastest round (the one the machine's
 other work disturbed least), printed with the load average before and after it.
@@ -70,6 +74,9 @@ def main():
         cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
         cluster.add_node(num_cpus=1)
         rows.append((2, cluster.address))
+        from lmscope.collection_ray import connect
+        connect(cluster.address)          # once, as a notebook would
+    timelines = []
     # Rows in turn, --repeat rounds; each row keeps its fastest round (the one others disturbed
     # least), with the load average around it.
     rates, cpu, loads = {}, {}, {}
@@ -83,13 +90,18 @@ def main():
             else:
                 workers, ray = row
                 out = os.path.join(tmp, "acts-%d-%s-%d" % (workers, "ray" if ray else "local", round_))
+                wall0 = time.time()
                 m = lmscope.collect(a.model, corpus, out, a.hooks, docs_per_shard=a.docs_per_shard,
                                     batch_size=a.batch_size, workers=workers, threads=1, progress=False, ray=ray)
                 assert m["tokens"] == tokens
+                if ray:
+                    timelines.append(ray_breakdown(wall0, time.time()))
             rate = tokens / (time.perf_counter() - t0)
             if rate > rates.get(row, 0):
                 rates[row], cpu[row], loads[row] = rate, tokens / (cpu_seconds() - c0), (before, load1())
     if cluster:
+        import ray
+        ray.shutdown()
         cluster.shutdown()
     print("%d documents, %d tokens, hooks %s, batch %d, %d documents per shard, best of %d rounds"
           % (len(docs), tokens, a.hooks, a.batch_size, a.docs_per_shard, a.repeat))
@@ -108,6 +120,28 @@ def main():
         print("| collect on Ray, 2 nodes x 1 actor x 1 thread | %.0f | %.2f of 2 local workers | | | %s |"
               % (rates[row], rates[row] / two, span(row)))
     print("load average after: %s" % open("/proc/loadavg").read().strip())
+    for i, line in enumerate(timelines):
+        print("Ray round %d: %s" % (i + 1, line))
+
+
+def ray_breakdown(start: float, end: float) -> str:
+    """Where a Ray row's wall clock went, from Ray's task timeline: when the actors' __init__
+    began (their worker processes started), how long it took (the model load), the shards'
+    run time per actor, and each actor's wait between two shards (for this driver)."""
+    import ray
+    events = [e for e in ray.timeline() if e.get("ph") == "X" and e["ts"] >= start * 1e6]
+    inits = [e for e in events if e["name"] == "__init__"]
+    runs = sorted((e for e in events if e["name"] == "run"), key=lambda e: e["ts"])
+    by_actor = {}
+    for e in runs:
+        by_actor.setdefault((e["pid"], e["tid"]), []).append(e)
+    waits = [b["ts"] - (a["ts"] + a["dur"]) for rs in by_actor.values() for a, b in zip(rs, rs[1:])]
+    return ("%.1f s; actors' __init__ began %s s after the call (their processes' start), took %s s (the model "
+            "load); shards %s s per actor; waits between an actor's shards %s s in all; after the last shard %.1f s"
+            % (end - start, "/".join("%.1f" % (e["ts"] / 1e6 - start) for e in inits),
+               "/".join("%.1f" % (e["dur"] / 1e6) for e in inits),
+               "/".join("%.1f" % (sum(e["dur"] for e in rs) / 1e6) for rs in by_actor.values()),
+               "%.2f" % (sum(waits) / 1e6), end - max((e["ts"] + e["dur"]) / 1e6 for e in runs)))
 
 
 LOAD = open("/proc/loadavg").read().strip()

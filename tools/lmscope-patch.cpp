@@ -24,6 +24,7 @@
 #include "experiments/path_patching.h"
 #include "io/format_number.h"
 #include "io/output_target.h"
+#include "io/regular_file.h"
 #include "io/text_file.h"
 #include "report/grid_svg.h"
 #include "report/svg.h"
@@ -95,10 +96,10 @@ std::vector<std::string> pairs_column_labels(const PatchPairsGrid& g) {
   return out;
 }
 
-std::string pairs_table_text(const PatchPairsSweep& s) {
+std::string pairs_table_text(const std::vector<PatchPairsGrid>& grids, size_t pairs) {
   std::string o;
-  const std::string n = std::to_string(s.pairs.size());
-  for (const PatchPairsGrid& g : s.grids) {
+  const std::string n = std::to_string(pairs);
+  for (const PatchPairsGrid& g : grids) {
     o += grid_text(g.site + ": layer x " + g.columns + ", normalized, mean over " + n + " pairs", pairs_column_labels(g), g.mean);
     o += grid_text(g.site + ": standard deviation over the pairs", pairs_column_labels(g), g.sd);
   }
@@ -111,6 +112,18 @@ nlohmann::ordered_json matrix_json(const std::vector<std::vector<double>>& m) {
     nlohmann::ordered_json r = nlohmann::ordered_json::array();
     for (double v : row) r.push_back(json_num(v));
     out.push_back(r);
+  }
+  return out;
+}
+
+// matrix_json read back: a number, "inf" / "-inf" (json_num's infinity), null for NaN.
+std::vector<std::vector<double>> matrix_from_json(const nlohmann::ordered_json& m) {
+  std::vector<std::vector<double>> out;
+  for (const auto& row : m) {
+    std::vector<double> r;
+    for (const auto& v : row)
+      r.push_back(v.is_null() ? std::nan("") : v == "inf" ? INFINITY : v == "-inf" ? -INFINITY : v.get<double>());
+    out.push_back(std::move(r));
   }
   return out;
 }
@@ -139,6 +152,7 @@ nlohmann::ordered_json pairs_json(const PatchPairsSweep& s, const std::vector<Pa
   for (const PatchPairsGrid& g : s.grids) {
     nlohmann::ordered_json gj;
     gj["columns"] = g.columns;
+    gj["column_index"] = g.column_index;
     gj["mean"] = matrix_json(g.mean);
     gj["sd"] = matrix_json(g.sd);
     gj["min"] = matrix_json(g.min);
@@ -212,16 +226,16 @@ std::string sweep_svg(const PatchSweep& s, const PatchGrid& g, const std::string
 
 // Over pairs: the mean as one picture, its standard deviation as a second (0 .. 1, white to
 // blue: a cell where the pairs disagree is dark).
-std::string pairs_mean_svg(const PatchPairsSweep& s, const PatchPairsGrid& g) {
+std::string pairs_mean_svg(size_t pairs, const PatchPairsGrid& g) {
   GridPicture p = site_picture(g.columns, pairs_column_labels(g), g.mean);
-  p.title = "Activation patching: " + g.site + ", mean over " + std::to_string(s.pairs.size()) + " pairs";
+  p.title = "Activation patching: " + g.site + ", mean over " + std::to_string(pairs) + " pairs";
   p.caption = "normalized per pair, then averaged; values outside -1..1 drawn at the ends; the spread is in the .sd picture";
   return grid_svg(p);
 }
 
-std::string pairs_sd_svg(const PatchPairsSweep& s, const PatchPairsGrid& g) {
+std::string pairs_sd_svg(size_t pairs, const PatchPairsGrid& g) {
   GridPicture p = site_picture(g.columns, pairs_column_labels(g), g.sd);
-  p.title = "Activation patching: " + g.site + ", standard deviation over " + std::to_string(s.pairs.size()) + " pairs";
+  p.title = "Activation patching: " + g.site + ", standard deviation over " + std::to_string(pairs) + " pairs";
   p.is_signed = false;
   p.legend = "standard deviation of the normalized metric";
   p.legend_stops = {{0.0, "0 = every pair agrees"}, {1.0, "1 or more"}};
@@ -276,6 +290,17 @@ std::vector<PatchPair> only_pairs(std::vector<PatchPair> all, const std::string&
   return out;
 }
 
+// --svg PREFIX over pairs: per site the mean's picture and the spread's.
+void write_pairs_svgs(const std::vector<PatchPairsGrid>& grids, size_t pairs, const std::string& svg) {
+  if (svg.empty()) return;
+  for (const PatchPairsGrid& g : grids)
+    for (const std::string& kind : {std::string(), std::string("sd")}) {
+      const std::string path = svg_path(svg, g.site, kind);
+      write_file_atomic(path, kind.empty() ? pairs_mean_svg(pairs, g) : pairs_sd_svg(pairs, g));
+      std::printf("wrote %s\n", path.c_str());
+    }
+}
+
 // --pairs FILE: every pair swept, then the mean and spread per cell.
 int run_pairs(cli::ToolModel& tm, const cli::ModelArgs& margs, const std::string& file, const std::string& ranges,
               const std::string& metric, PatchSweepOptions opt, const std::string& json_out, const std::string& svg,
@@ -295,18 +320,48 @@ int run_pairs(cli::ToolModel& tm, const cli::ModelArgs& margs, const std::string
   if (!quiet) on_forward = std::ref(progress);
   const PatchPairsSweep s = run_patch_pairs(tm.ctx, pairs, file, opt, on_forward);
   std::printf("%zu pairs from %s, %zu tokens each\n", pairs.size(), file.c_str(), pairs[0].clean.size());
-  std::printf("%s", pairs_table_text(s).c_str());
+  std::printf("%s", pairs_table_text(s.grids, s.pairs.size()).c_str());
   std::printf("\n%lld cells in %lld forwards (%d rows each) in %.2f s\n", (long long)s.cells, (long long)s.forwards,
               opt.rows_per_forward, s.seconds);
   if (!json_out.empty()) write_file_atomic(json_out, pairs_json(s, pairs, file).dump(1) + "\n");
-  if (!svg.empty())
-    for (const PatchPairsGrid& g : s.grids) {
-      for (const std::string& kind : {std::string(), std::string("sd")}) {
-        const std::string path = svg_path(svg, g.site, kind);
-        write_file_atomic(path, kind.empty() ? pairs_mean_svg(s, g) : pairs_sd_svg(s, g));
-        std::printf("wrote %s\n", path.c_str());
-      }
+  write_pairs_svgs(s.grids, s.pairs.size(), svg);
+  return 0;
+}
+
+// --from-json FILE: the tables (and with --svg the pictures) of a --pairs --json result, read
+// back without the model. lmscope-sweep patch shows its merge of many runs this way, so the
+// text and the pictures have one maker.
+int show_pairs_json(const std::string& file, const std::string& svg) {
+  const std::string text = read_regular_file(file, "--from-json");
+  std::vector<PatchPairsGrid> grids;
+  size_t pairs = 0, tokens = 0;
+  std::string pairs_file;
+  try {
+    const nlohmann::ordered_json j = nlohmann::ordered_json::parse(text);   // the sites in the file's order
+    pairs = j.at("num_pairs").get<size_t>();
+    pairs_file = j.at("pairs_file").get<std::string>();
+    tokens = j.at("pairs").at(0).at("clean_ids").size();
+    for (const auto& [site, gj] : j.at("sites").items()) {
+      PatchPairsGrid g;
+      g.site = site;
+      g.columns = gj.at("columns").get<std::string>();
+      g.column_index = gj.at("column_index").get<std::vector<int64_t>>();
+      g.mean = matrix_from_json(gj.at("mean"));   // [layer][column]
+      g.sd = matrix_from_json(gj.at("sd"));       // [layer][column]
+      grids.push_back(std::move(g));
     }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(file + ": not the --json of lmscope-patch --pairs or lmscope-sweep patch (" + e.what() + ")");
+  }
+  if (grids.empty() || pairs == 0) throw std::runtime_error(file + ": no sites or no pairs in this --pairs --json result");
+  if (!svg.empty())
+    for (const PatchPairsGrid& g : grids) {
+      require_output_target(svg_path(svg, g.site));
+      require_output_target(svg_path(svg, g.site, "sd"));
+    }
+  std::printf("%zu pairs from %s, %zu tokens each\n", pairs, pairs_file.c_str(), tokens);
+  std::printf("%s", pairs_table_text(grids, pairs).c_str());
+  write_pairs_svgs(grids, pairs, svg);
   return 0;
 }
 
@@ -316,9 +371,11 @@ int main(int argc, char** argv) {
   CLI::App app{"lmscope-patch: activation patching, clean into corrupted, cell by cell"};
   cli::ModelArgs margs;   // --model, --chat, --backend ... (--prompt / --prompt-ids: clean first, then corrupted)
   margs.add_to(app);
+  app.get_option("--model")->required(false);   // checked below: --from-json runs no model
   std::string clean, corrupt, clean_ids, corrupt_ids, metric, sites = "resid_pre,attn_out,ffn_out,attn.z", json_out, svg,
       pairs_file, method = "activation", path_to, pair_ranges;
   int rows = 32;
+  std::string from_json;
   bool quiet = false;
   app.add_option("--clean", clean, "the clean prompt (text)");
   app.add_option("--corrupt", corrupt, "the corrupted prompt (text), as many tokens as the clean one");
@@ -348,7 +405,16 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_out, "write the sweep as JSON to this file");
   app.add_option("--svg", svg, "write one heatmap per site: PREFIX.<site>.svg (--pairs: also PREFIX.<site>.sd.svg)");
   app.add_flag("-q,--quiet", quiet, "no progress line (--pairs)");
+  app.add_option("--from-json", from_json,
+                 "print the tables (and with --svg draw the pictures) of a --pairs --json result, e.g. lmscope-sweep "
+                 "patch's; no model is run");
   if (auto code = cli::parse(app, argc, argv, "lmscope-patch")) return *code;
+  if (!from_json.empty()) {
+    if (!pairs_file.empty() || !clean.empty() || !clean_ids.empty() || !margs.model.empty() || !json_out.empty())
+      return cli::usage_error("lmscope-patch", "--from-json shows a result: only --svg beside it");
+    return cli::run_tool("lmscope-patch", [&] { return show_pairs_json(from_json, svg); });
+  }
+  if (margs.model.empty()) return cli::usage_error("lmscope-patch", "--model is required");
   if (!margs.prompts.empty() || !margs.prompt_ids.empty())
     return cli::usage_error("lmscope-patch", "give the prompts as --clean/--corrupt, not --prompt");
   if (!pair_ranges.empty() && pairs_file.empty()) return cli::usage_error("lmscope-patch", "--only-pairs needs --pairs");

@@ -13,8 +13,8 @@ a different model, corpus or option is refused in one line. A lock file keeps a 
 collection out of the directory while one runs.
 """
 import argparse
-import fcntl
-import hashlib
+import contextlib
+import json
 import os
 import sys
 import time
@@ -23,12 +23,14 @@ from typing import Iterator, List, Optional, Sequence, Tuple, Union
 from . import corpus as _corpus
 from . import names as _names
 from . import shards
+from .run_directory import RunDirectory, model_sha256, remove_partials
 from .collect_worker import LONG_POLICIES, Options, ShardWorker, hook_layout, parse_slice, shard_worker
 from .collection_pool import WorkerDied, run_local
 
 __all__ = ["collect", "main"]
 
 LOCK = "collection.lock"
+DIRECTORY = RunDirectory("collection", shards.MANIFEST, LOCK)
 
 
 def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]], positions: str = "all",
@@ -48,7 +50,7 @@ def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]],
         raise ValueError("chat: a corpus of token ids has no text to put in the chat template")
     _check_choices(positions, long, dtype, docs_per_shard, batch_size, workers)
     out = os.path.abspath(out)
-    _refuse_foreign_directory(out)
+    DIRECTORY.refuse_foreign(out)
 
     # The model once in this process: its identity, the hook names, the tokenizer for the scan.
     from . import Model
@@ -63,98 +65,63 @@ def collect(model: str, corpus: str, out: str, hooks: Union[str, Sequence[str]],
     options = Options(hooks=_expand_hooks(hooks, lead.info["num_layers"]), positions=positions, chat=chat, long=long,
                       max_tokens=limit, docs_per_shard=docs_per_shard, batch_size=batch_size, dtype=dtype,
                       backend=backend, cpu_activations=cpu_activations)
-    summary = _corpus.scan(corpus, kind, field, lead.info["vocab_size"])
-    in_process = ShardWorker(lead, options)        # tokenizes for the scan; runs the shards when alone
-    counts = _count_pieces(in_process, _corpus.documents(corpus, kind, field))
-    widths = _hook_widths(lead, options.hooks)
-    identity = {
-        "model": {"sha256": _model_sha256(model), "num_layers": lead.info["num_layers"],
-                  "hidden_size": lead.info["hidden_size"]},
-        "corpus": {"sha256": summary.sha256, "kind": summary.kind, "field": summary.field},
-        "options": options.as_dict(),
-    }
-    del lead
-    if ray is not None or workers > 1:
-        del in_process                # the workers load their own
+    # On Ray the actors start now (a worker process each, its model loaded) while this process
+    # scans the corpus, so that they are ready when the first shard is; not for a collection
+    # already complete, which has nothing to run.
+    from .collection_ray import RayPool
+    start_pool = lambda: RayPool(ray, shard_worker, (model, options.as_dict()), workers, threads or 1)
+    with contextlib.ExitStack() as stack:
+        pool = stack.enter_context(start_pool()) if ray is not None and not _complete_before(out) else None
+        summary = _corpus.scan(corpus, kind, field, lead.info["vocab_size"])
+        in_process = ShardWorker(lead, options)        # tokenizes for the scan; runs the shards when alone
+        counts = _count_pieces(in_process, _corpus.documents(corpus, kind, field))
+        widths = _hook_widths(lead, options.hooks)
+        identity = {
+            "model": {"sha256": model_sha256(model), "num_layers": lead.info["num_layers"],
+                      "hidden_size": lead.info["hidden_size"]},
+            "corpus": {"sha256": summary.sha256, "kind": summary.kind, "field": summary.field},
+            "options": options.as_dict(),
+        }
+        del lead
+        if ray is not None or workers > 1:
+            del in_process                # the workers load their own
 
-    os.makedirs(out, exist_ok=True)
-    with _DirectoryLock(out):
-        _refuse_foreign_directory(out)    # again, now that no other collection can be writing it
-        manifest = _start_or_resume(out, identity, model, summary, counts, widths)
-        todo = [i for i in range(manifest["num_shards"]) if not _finished(out, manifest, i)]
-        bar = _Progress(counts["tokens"], manifest["num_shards"], progress)
-        bar.skip(sum(e["tokens"] for e in manifest["shards"]), len(manifest["shards"]))
-        tasks = _shard_tasks(corpus, kind, field, docs_per_shard, set(todo))
-        record = lambda data, entry: _record(out, manifest, data, entry, bar)
-        try:
-            if not todo:
-                pass                       # every shard is done: nothing to load
-            elif ray is not None:
-                from .collection_ray import run_on_ray
-                retried = run_on_ray(ray, shard_worker, (model, options.as_dict()), tasks, workers, threads or 1,
-                                     record)
-                manifest["shards_retried"] = manifest.get("shards_retried", 0) + retried   # on another worker
-            elif workers == 1:
-                for index, docs in tasks:
-                    _record(out, manifest, *in_process.collect(index, docs, on_batch=bar.advance), bar, batched=True)
-            else:
-                run_local(shard_worker, (model, options.as_dict()), tasks, workers, threads, record)
-        except WorkerDied as e:
-            raise ValueError("%s; the finished shards are kept: run the same command again to resume" % e) from None
-        manifest["complete"] = len(manifest["shards"]) == manifest["num_shards"]
-        shards.write_manifest(os.path.join(out, shards.MANIFEST), manifest)
-        bar.finish()
-    return manifest
+        os.makedirs(out, exist_ok=True)
+        with DIRECTORY.locked(out):
+            DIRECTORY.refuse_foreign(out)     # again, now that no other collection can be writing it
+            manifest = _start_or_resume(out, identity, model, summary, counts, widths)
+            todo = [i for i in range(manifest["num_shards"]) if not _finished(out, manifest, i)]
+            bar = _Progress(counts["tokens"], manifest["num_shards"], progress)
+            bar.skip(sum(e["tokens"] for e in manifest["shards"]), len(manifest["shards"]))
+            tasks = _shard_tasks(corpus, kind, field, docs_per_shard, set(todo))
+            record = lambda data, entry: _record(out, manifest, data, entry, bar)
+            try:
+                if not todo:
+                    pass                       # every shard is done: nothing to load
+                elif ray is not None:
+                    pool = pool or stack.enter_context(start_pool())
+                    retried = pool.run(tasks, record)
+                    manifest["shards_retried"] = manifest.get("shards_retried", 0) + retried   # on another worker
+                elif workers == 1:
+                    for index, docs in tasks:
+                        _record(out, manifest, *in_process.collect(index, docs, on_batch=bar.advance), bar, batched=True)
+                else:
+                    run_local(shard_worker, (model, options.as_dict()), tasks, workers, threads, record)
+            except WorkerDied as e:
+                raise ValueError("%s; the finished shards are kept: run the same command again to resume" % e) from None
+            manifest["complete"] = len(manifest["shards"]) == manifest["num_shards"]
+            shards.write_manifest(os.path.join(out, shards.MANIFEST), manifest)
+            bar.finish()
+        return manifest
 
 
 # ---- the directory ------------------------------------------------------------------------------
-def _refuse_foreign_directory(out: str) -> None:
-    """A directory with files but no manifest is not a collection: refused, never touched."""
-    if os.path.lexists(out) and not os.path.isdir(out):
-        raise ValueError("'%s' is not a directory" % out)
-    if os.path.isdir(out):
-        entries = set(os.listdir(out)) - {LOCK}
-        if entries and shards.MANIFEST not in entries:
-            raise ValueError("'%s' holds files and no %s: not a collection (give a new or empty directory)"
-                             % (out, shards.MANIFEST))
-
-
-class _DirectoryLock:
-    """flock on DIR/collection.lock for the whole run: a second collection into the same
-    directory at the same time is refused at once (the kernel drops the lock of a killed run)."""
-
-    def __init__(self, out: str):
-        self.path = os.path.join(out, LOCK)
-
-    def __enter__(self):
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(self.fd, 32).decode(errors="replace").strip() or "?"
-            os.close(self.fd)
-            raise ValueError("'%s' is being written by another collection (pid %s)"
-                             % (os.path.dirname(self.path), holder)) from None
-        os.ftruncate(self.fd, 0)
-        os.write(self.fd, b"%d\n" % os.getpid())
-        return self
-
-    def __exit__(self, *exc):
-        os.close(self.fd)     # releases the lock; the file stays (an empty lock is harmless)
-
-
 def _start_or_resume(out, identity, model, summary, counts, widths) -> dict:
     path = os.path.join(out, shards.MANIFEST)
     if os.path.exists(path):
         manifest = shards.read_manifest(path)
-        for section in ("model", "corpus", "options"):
-            for key, want in identity[section].items():
-                had = manifest.get(section, {}).get(key)
-                if had != want:
-                    raise ValueError("'%s' holds a collection made with %s.%s = %s; this one asks %s "
-                                     "(give the same model, corpus and options to resume, or another directory)"
-                                     % (out, section, key, _short(had), _short(want)))
-        _remove_partials(out)
+        DIRECTORY.check_same(out, manifest, identity, "model, corpus and options")
+        remove_partials(out, ("shard-", shards.MANIFEST))
         return manifest
     num_shards = (summary.documents + identity["options"]["docs_per_shard"] - 1) // identity["options"]["docs_per_shard"]
     manifest = {
@@ -173,6 +140,15 @@ def _start_or_resume(out, identity, model, summary, counts, widths) -> dict:
     return manifest
 
 
+def _complete_before(out) -> bool:
+    """A manifest in `out` that says the collection is complete (an unreadable one: no)."""
+    try:
+        with open(os.path.join(out, shards.MANIFEST), "rb") as f:
+            return json.loads(f.read().decode("utf-8")).get("complete") is True
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def _finished(out, manifest, index) -> bool:
     """A shard the manifest lists whose file is there with the listed size (a resume checks
     sizes; lmscope.ActivationDataset checks every sha256 when it opens the collection)."""
@@ -181,13 +157,6 @@ def _finished(out, manifest, index) -> bool:
             path = os.path.join(out, e["file"])
             return os.path.isfile(path) and os.path.getsize(path) == e["bytes"]
     return False
-
-
-def _remove_partials(out) -> None:
-    """The temporaries a killed writer left (io/text_file.h names them <file>.partial.<pid>.<n>)."""
-    for name in os.listdir(out):
-        if ".partial." in name and (name.startswith("shard-") or name.startswith(shards.MANIFEST)):
-            os.remove(os.path.join(out, name))
 
 
 def _record(out, manifest, data, entry, bar, batched=False) -> None:
@@ -270,23 +239,6 @@ def _hook_widths(model, hooks) -> dict:
     if missing:
         raise ValueError("the model offers no %s (docs/hooks.md)" % ", ".join(missing))
     return {h: int(as_rows(step[h], hook_layout(h)).shape[2]) for h in hooks}
-
-
-def _model_sha256(path) -> str:
-    """sha256 of a .gguf file; for a directory, of its files' names and sha256s."""
-    if os.path.isfile(path):
-        return shards.file_sha256(path)
-    digest = hashlib.sha256()
-    for root, _, files in sorted(os.walk(path)):
-        for name in sorted(files):
-            full = os.path.join(root, name)
-            digest.update(("%s %s\n" % (os.path.relpath(full, path), shards.file_sha256(full))).encode())
-    return digest.hexdigest()
-
-
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # ---- progress -----------------------------------------------------------------------------------

@@ -8,8 +8,10 @@ entry)) in the order they finish; what a shard holds depends only on its payload
 caller's merge is the same whatever ran it.
 """
 import concurrent.futures as futures
+import ctypes
 import multiprocessing
 import os
+import signal
 
 _WORKER = None   # this worker process's worker
 
@@ -18,8 +20,22 @@ class WorkerDied(ValueError):
     """A local worker process ended without its result (the caller says what is kept)."""
 
 
-def _start(factory, args):
+# prctl(2), looked up once per process: between fork and exec a child (of a process that may
+# run threads) makes this one C call and nothing else.
+_PRCTL, _PR_SET_PDEATHSIG, _SIGKILL = ctypes.CDLL(None, use_errno=True).prctl, 1, int(signal.SIGKILL)
+
+
+def die_with_parent():
+    """This process dies (SIGKILL) when its parent does (PR_SET_PDEATHSIG): a worker of a killed
+    run, and a tool of a killed worker (sweep.py), go on with no shard that nobody will record."""
+    _PRCTL(_PR_SET_PDEATHSIG, _SIGKILL)
+
+
+def _start(factory, args, parent):
     global _WORKER
+    die_with_parent()
+    if os.getppid() != parent:       # the parent died before the line above took effect
+        os._exit(1)
     _WORKER = factory(*args)
 
 
@@ -37,7 +53,7 @@ def run_local(factory, args, tasks, workers, threads, record) -> None:
     os.environ["OMP_NUM_THREADS"] = str(threads)     # read by each worker's OpenMP at start
     try:
         pool = futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                           initializer=_start, initargs=(factory, args))
+                                           initializer=_start, initargs=(factory, args, os.getpid()))
     finally:
         if saved is None:
             del os.environ["OMP_NUM_THREADS"]

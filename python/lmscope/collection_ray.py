@@ -4,12 +4,12 @@ processes (collection_pool.py), computed by Ray actors (docs/collect.md, "Ray").
 
 Each actor holds one worker, built once by factory(*args) (for a collection a ShardWorker: one
 lmscope.Model, loaded once) and asks Ray for `threads` CPUs, which are its OpenMP threads. A
-shard is the unit of work: an idle actor gets the next one and returns its result; this
-process records it (for a collection: the one atomic writer, then the manifest), so the
-workers need no access to the output. When an actor dies (its process killed, its node lost),
-its shard goes back to the front of the queue for another actor and a new actor is started in
-its place; a shard is recorded only when it has come back whole, so nothing is lost and
-nothing is recorded twice. Ray is an optional extra of the package: pip install './python[ray]'.
+shard is the unit of work: an actor gets its next shard as soon as it returns one (before this
+process fetches that one), and this process records each result (for a collection: the one
+atomic writer, then the manifest), so the workers need no access to the output. When an actor
+dies (its process killed, its node lost), its shards go back to the front of the queue for
+another actor and a new actor is started in its place; a shard is recorded only when it has
+come back whole, so nothing is lost and nothing is recorded twice. Ray is an optional extra of the package: pip install './python[ray]'.
 """
 import os
 import socket
@@ -90,68 +90,102 @@ def check_answers(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
 
 
 def run_on_ray(address, factory, args, tasks, workers, threads, record) -> int:
-    """Runs the shards of `tasks` ((index, payload) pairs, streamed) on `workers` actors of
-    `threads` CPUs each, each holding factory(*args); record(result, entry) is called for
-    each finished shard, in this process. At most one shard per actor is held here besides
-    the queue of returned ones. Returns how many times a shard was given to another actor
-    because its own died. WorkerDied (one line) when a shard's actor died MAX_RETRIES + 1
-    times or the cluster stopped answering; what was recorded stays recorded."""
-    ray, started = connect(address)
-    remote = ray.remote(num_cpus=threads, max_restarts=0,
-                        runtime_env={"env_vars": {"OMP_NUM_THREADS": str(threads)}})(RayWorker)
-    spawn = lambda: remote.remote(factory, args)
-    # The head's address as this driver reaches it (through Ray Client, ray://, it may not).
-    gcs = None if address.startswith("ray://") else ray.get_runtime_context().gcs_address
-    lost = False
-    actors = [spawn() for _ in range(workers)]
-    idle, running, queue, retries = list(actors), {}, deque(), {}
-    source = iter(tasks)
-    try:
-        while True:
-            while idle:
-                task = queue.popleft() if queue else next(source, None)
-                if task is None:
-                    break
-                actor = idle.pop()
+    """RayPool(...).run(tasks, record), then the pool closed: see RayPool."""
+    with RayPool(address, factory, args, workers, threads) as pool:
+        return pool.run(tasks, record)
+
+
+class RayPool:
+    """`workers` actors of `threads` CPUs each, each holding factory(*args). They start (a
+    worker process each, and factory's model load) as soon as the pool is made, so a caller
+    that makes it before its own preparation (lmscope.collect: before the corpus scan) has
+    them ready when the shards come. Close it (a with block) to kill them."""
+
+    def __init__(self, address, factory, args, workers, threads):
+        self.ray, self.started = connect(address)
+        self.address, self.lost = address, False
+        remote = self.ray.remote(num_cpus=threads, max_restarts=0,
+                                 runtime_env={"env_vars": {"OMP_NUM_THREADS": str(threads)}})(RayWorker)
+        self.spawn = lambda: remote.remote(factory, args)
+        # The head's address as this driver reaches it (through Ray Client, ray://, it may not).
+        self.gcs = None if address.startswith("ray://") else self.ray.get_runtime_context().gcs_address
+        self.queued = {self.spawn(): 0 for _ in range(workers)}    # live actor -> its shards not yet returned
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self) -> None:
+        if self.lost:            # a cluster that is gone has no actors to kill, and no one to say goodbye to
+            return
+        for actor in self.queued:
+            self.ray.kill(actor)
+        self.queued = {}
+        if self.started:
+            self.ray.shutdown()
+            self.started = False
+
+    def run(self, tasks, record) -> int:
+        """Runs the shards of `tasks` ((index, payload) pairs, streamed); record(result, entry)
+        is called for each finished shard, in this process. An actor gets its next shard as
+        soon as one comes back, before this process fetches and records that one, so it never
+        waits for this process; and only then, so a fast actor takes more shards than a slow
+        one. At most two shards per actor are held here (as the local pool holds). Returns how
+        many times a shard was given to another actor because the one running it died.
+        WorkerDied (one line) when a shard's actor died MAX_RETRIES + 1 times or the cluster
+        stopped answering; what was recorded stays recorded."""
+        ray, queued = self.ray, self.queued
+        running, queue, retries = {}, deque(), {}
+        source = iter(tasks)
+
+        def give(actor) -> None:
+            task = queue.popleft() if queue else next(source, None)
+            if task is not None:
                 running[actor.run.remote(*task)] = (actor, task)
-            if not running:
-                break
-            ready, _ = ray.wait(list(running), num_returns=1, timeout=HEAD_CHECK_S)
-            if not ready:
-                # Nothing back for a while: is the head still there? Without it ray.wait would
-                # wait on, until Ray's own reconnect timeout (60 s) ends this process.
+                queued[actor] += 1
+
+        try:
+            while True:
+                for actor in [a for a, n in queued.items() if n == 0]:     # at the start, and a new actor
+                    give(actor)
+                if not running:
+                    break
+                ready, _ = ray.wait(list(running), num_returns=1, timeout=HEAD_CHECK_S)
+                if not ready:
+                    # Nothing back for a while: is the head still there? Without it ray.wait would
+                    # wait on, until Ray's own reconnect timeout (60 s) ends this process.
+                    try:
+                        if self.gcs:
+                            check_answers(self.gcs, timeout=HEAD_CHECK_S)
+                    except ValueError as e:
+                        self.lost = True
+                        raise WorkerDied("the Ray cluster '%s' stopped answering (%s)" % (self.address, e)) from None
+                    continue
+                actor, task = running.pop(ready[0])
+                if actor in queued:
+                    queued[actor] -= 1
+                    give(actor)                 # its next shard first: it works while this one is fetched
                 try:
-                    if gcs:
-                        check_answers(gcs, timeout=HEAD_CHECK_S)
-                except ValueError as e:
-                    lost = True
-                    raise WorkerDied("the Ray cluster '%s' stopped answering (%s)" % (address, e)) from None
-                continue
-            actor, task = running.pop(ready[0])
-            try:
-                result, entry = ray.get(ready[0])
-            except ray.exceptions.RayActorError:
-                retries[task[0]] = retries.get(task[0], 0) + 1
-                if retries[task[0]] > MAX_RETRIES:
-                    raise WorkerDied("shard %d: its Ray worker died %d times" % (task[0], MAX_RETRIES + 1)) from None
-                queue.appendleft(task)      # to another actor, first
-                idle.append(spawn())        # and a new actor in the dead one's place
-                continue
-            except ray.exceptions.RayTaskError as e:
-                raise (e.cause if isinstance(e.cause, ValueError) else ValueError(str(e).splitlines()[0])) from None
-            record(result, entry)
-            idle.append(actor)
-        return sum(retries.values())
-    except (OSError, ray.exceptions.RaySystemError) as e:
-        # The head stopped (its GCS gone): the driver's channels to it break.
-        lost = True
-        raise WorkerDied("the Ray cluster '%s' stopped answering (%s)" % (address, _first_line(e))) from None
-    finally:
-        if not lost:             # a cluster that is gone has no actors to kill, and no one to say goodbye to
-            for actor in idle + [a for a, _ in running.values()]:
-                ray.kill(actor)
-            if started:
-                ray.shutdown()
+                    result, entry = ray.get(ready[0])
+                except ray.exceptions.RayActorError:
+                    queue.appendleft(task)      # to another actor, first
+                    if queued.pop(actor, None) is None:
+                        continue                # queued on an actor already known dead: it never ran there
+                    retries[task[0]] = retries.get(task[0], 0) + 1
+                    if retries[task[0]] > MAX_RETRIES:
+                        raise WorkerDied("shard %d: its Ray worker died %d times" % (task[0], MAX_RETRIES + 1)) from None
+                    queued[self.spawn()] = 0    # and a new actor in the dead one's place
+                    continue
+                except ray.exceptions.RayTaskError as e:
+                    raise (e.cause if isinstance(e.cause, ValueError) else ValueError(str(e).splitlines()[0])) from None
+                record(result, entry)
+            return sum(retries.values())
+        except (OSError, ray.exceptions.RaySystemError) as e:
+            # The head stopped (its GCS gone): the driver's channels to it break.
+            self.lost = True
+            raise WorkerDied("the Ray cluster '%s' stopped answering (%s)" % (self.address, _first_line(e))) from None
 
 
 def _first_line(e) -> str:

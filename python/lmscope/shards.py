@@ -86,13 +86,14 @@ def write_manifest(path: str, manifest: dict) -> None:
     write_file_atomic(path, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
 
 
-def read_manifest(path: str) -> dict:
-    """The manifest, or ValueError in one line when it is not one."""
+def read_manifest(path: str, format: str = FORMAT, what: str = "collection") -> dict:
+    """The manifest (of a collection, or of a sweep: sweep.py), or ValueError in one line when
+    it is not one."""
     try:
         with open(path, "rb") as f:
             manifest = json.loads(f.read().decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError("'%s' is not a readable collection manifest (%s)" % (path, e)) from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ValueError("'%s' is not a collection manifest (no format = %s)" % (path, FORMAT))
+        raise ValueError("'%s' is not a readable %s manifest (%s)" % (path, what, e)) from None
+    if not isinstance(manifest, dict) or manifest.get("format") != format:
+        raise ValueError("'%s' is not a %s manifest (no format = %s)" % (path, what, format))
     return manifest

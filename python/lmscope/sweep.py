@@ -24,13 +24,12 @@ A shard's result depends only on the shard (a corpus's documents are batched wit
 shard), and the merge goes in shard order: 1 worker, N workers and Ray give the same bits.
 """
 import argparse
-import ctypes
+import contextlib
 import json
 import math
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -38,8 +37,9 @@ import time
 from typing import List, Optional, Sequence, Union
 
 from . import corpus as _corpus
-from ._core import write_file_atomic
-from .collection_pool import WorkerDied, run_local
+from ._core import interventions_line, write_file_atomic
+from .collection_pool import WorkerDied, die_with_parent, run_local
+from .sweep_directory import RESULT, SweepDirectory, shard_results
 
 __all__ = ["sweep_pairs", "sweep_corpus", "main"]
 
@@ -97,23 +97,12 @@ class ToolWorker:
 
     def _call(self, argv, where=lambda msg: msg) -> str:
         """The tool's stdout; its error line (the last line of stderr) as a ValueError."""
-        r = subprocess.run([self.tool] + argv, capture_output=True, text=True, preexec_fn=_die_with_parent)
+        r = subprocess.run([self.tool] + argv, capture_output=True, text=True, preexec_fn=die_with_parent)
         if r.returncode != 0:
             lines = r.stderr.strip().splitlines()
             raise ValueError(where(lines[-1] if lines else "%s ended with status %d"
                                    % (os.path.basename(self.tool), r.returncode)))
         return r.stdout
-
-
-# prctl(2), looked up here: between fork and exec the child (of a worker that may run threads)
-# makes this one C call and nothing else.
-_PRCTL, _PR_SET_PDEATHSIG, _SIGKILL = ctypes.CDLL(None, use_errno=True).prctl, 1, int(signal.SIGKILL)
-
-
-def _die_with_parent():
-    """The tool dies with its worker (PR_SET_PDEATHSIG): a killed worker leaves no tool
-    running on a shard that another worker now runs."""
-    _PRCTL(_PR_SET_PDEATHSIG, _SIGKILL)
 
 
 def find_tool(name: str, tools: Optional[str] = None) -> str:
@@ -132,62 +121,82 @@ def find_tool(name: str, tools: Optional[str] = None) -> str:
 
 
 # ---- running the shards --------------------------------------------------------------------------
-def _run(kind, tool, argv, tasks, num_shards, workers, threads, ray, progress, label):
-    """({shard index: result} of every shard, how many shards went to another Ray actor
-    because theirs died): in this process (one worker, no Ray), on local worker processes,
-    or on Ray actors."""
-    results, retried = {}, 0
-    bar = _Progress(label, num_shards, progress)
+def _run(kind, tool, argv, tasks, num_shards, workers, threads, ray, progress, label, store):
+    """Runs the shards of `tasks` that `store` (sweep_directory.py: in memory, or a directory
+    of a sweep being resumed) has not finished, in this process (one worker, no Ray), on
+    local worker processes, or on Ray actors; each result goes to the store as it comes.
+    Afterwards store.results holds every shard's result and store.retried counts the shards
+    that went to another Ray actor because theirs died."""
+    done = store.finished()
+    bar = _Progress(label, num_shards, progress, len(done))
+    todo = ((index, payload) for index, payload in tasks if index not in done)
 
     def record(result, entry):
-        results[entry["index"]] = result
+        store.record(result, entry)
         bar.shard_done()
 
     try:
-        if ray is not None:
+        if len(done) == num_shards:
+            pass                          # every shard is done: nothing to start
+        elif ray is not None:
             from .collection_ray import run_on_ray
-            retried = run_on_ray(ray, tool_worker, (kind, tool, argv), tasks, workers, threads or 1, record)
+            store.retried += run_on_ray(ray, tool_worker, (kind, tool, argv), todo, workers, threads or 1, record)
         elif workers == 1:
             worker = ToolWorker(kind, tool, argv)
-            for index, payload in tasks:
+            for index, payload in todo:
                 record(*worker.run(index, payload))
         else:
-            run_local(tool_worker, (kind, tool, argv), tasks, workers, threads, record)
+            run_local(tool_worker, (kind, tool, argv), todo, workers, threads, record)
     except WorkerDied as e:
-        raise ValueError("%s; nothing was merged: run the same command again" % e) from None
-    return results, retried
+        kept = "the finished shards are kept: run the same command again to resume" \
+            if isinstance(store, SweepDirectory) else "nothing was merged: run the same command again"
+        raise ValueError("%s; %s" % (e, kept)) from None
 
 
 # ---- pairs ---------------------------------------------------------------------------------------
 def sweep_pairs(model: str, pairs: str, sites: str = "resid_pre,attn_out,ffn_out,attn.z", metric: Optional[str] = None,
                 rows_per_forward: int = 32, chat: Union[bool, str] = False, pairs_per_shard: int = 4, workers: int = 1,
                 threads: Optional[int] = None, ray: Optional[str] = None, json_out: Optional[str] = None,
-                tools: Optional[str] = None, tool_args: Sequence[str] = (), progress: bool = True) -> dict:
+                tools: Optional[str] = None, tool_args: Sequence[str] = (), progress: bool = True,
+                out: Optional[str] = None) -> dict:
     """lmscope-patch --pairs over `workers` local processes or Ray actors (`ray`: "auto" or an
     address), `pairs_per_shard` pairs a shard. Returns (and with json_out writes, atomically)
     lmscope-patch --pairs --json's object over the whole file: per pair its cells
-    ("normalized"), per site the mean, sd, min and max ([layer][column]). ValueError (one
-    line) for bad input: the tool's own, naming the file and line."""
+    ("normalized"), per site the mean, sd, min and max ([layer][column]). `out`: a directory
+    that keeps each finished shard (sweep_directory.py), so that the same call again resumes.
+    ValueError (one line) for bad input: the tool's own, naming the file and line."""
     _check_counts(pairs_per_shard=pairs_per_shard, workers=workers, rows_per_forward=rows_per_forward)
     pairs = os.path.abspath(pairs)
     count = _count_pairs(pairs)
-    argv = ["--model", _abs_if_path(model), "--pairs", pairs, "--sites", sites, "--rows-per-forward",
+    model = _abs_if_path(model)
+    argv = ["--model", model, "--pairs", pairs, "--sites", sites, "--rows-per-forward",
             str(rows_per_forward)] + (["--metric", metric] if metric else []) + _chat_args(chat) + list(tool_args)
     tool = find_tool("lmscope-patch", tools)
     if json_out:
         _check_output(json_out)
     spans = [(s, min(s + pairs_per_shard, count)) for s in range(0, count, pairs_per_shard)]
-    results, retried = _run("pairs", tool, argv, list(enumerate(spans)), len(spans), workers, threads, ray, progress,
-                            "patch")
-    merged = [p for i in range(len(spans)) for p in results[i]["pairs"]]
-    columns = {site: g["columns"] for site, g in results[0]["sites"].items()}
-    out = {"pairs_file": pairs, "num_pairs": len(merged), "pairs": merged,
-           "sites": {site: dict(columns=c, **pair_statistics([p["normalized"][site] for p in merged]))
-                     for site, c in columns.items()},
-           "pairs_per_shard": pairs_per_shard, "num_shards": len(spans), "shards_retried": retried}
+    options = {"sites": sites, "metric": metric, "rows_per_forward": rows_per_forward, "chat": _chat_args(chat),
+               "pairs_per_shard": pairs_per_shard, "tool_args": list(tool_args)}
+    with shard_results(out, "patch", model, pairs, options, len(spans)) as store:
+        _run("pairs", tool, argv, list(enumerate(spans)), len(spans), workers, threads, ray, progress, "patch", store)
+        results = store.results
+        merged = [p for i in range(len(spans)) for p in results[i]["pairs"]]
+        columns = {site: {"columns": g["columns"], "column_index": g["column_index"]}
+                   for site, g in results[0]["sites"].items()}
+        result = {"pairs_file": pairs, "num_pairs": len(merged), "pairs": merged,
+                  "sites": {site: dict(c, **pair_statistics([p["normalized"][site] for p in merged]))
+                            for site, c in columns.items()},
+                  "pairs_per_shard": pairs_per_shard, "num_shards": len(spans), "shards_retried": store.retried}
+        _write_result(store, result, json_out)
+    return result
+
+
+def _write_result(store, result: dict, json_out) -> None:
+    """The merged result: into the sweep's directory (then complete), and to json_out."""
+    text = json.dumps(result, indent=1) + "\n"
+    store.merged(text)
     if json_out:
-        write_file_atomic(os.fspath(json_out), (json.dumps(out, indent=1) + "\n").encode())
-    return out
+        write_file_atomic(os.fspath(json_out), text.encode())
 
 
 def pair_statistics(grids) -> dict:
@@ -231,24 +240,37 @@ def sweep_corpus(model: str, corpus: str, format: str = "auto", field: str = "te
                  intervene: Sequence[str] = (), chat: Union[bool, str] = False, docs_per_shard: int = 256,
                  workers: int = 1, threads: Optional[int] = None, ray: Optional[str] = None,
                  per_doc: Optional[str] = None, json_out: Optional[str] = None, tools: Optional[str] = None,
-                 tool_args: Sequence[str] = (), progress: bool = True) -> dict:
+                 tool_args: Sequence[str] = (), progress: bool = True, out: Optional[str] = None) -> dict:
     """lmscope-score --data over `workers` local processes or Ray actors, `docs_per_shard`
     documents a shard (each shard's documents `batch` at a time). Returns (and with json_out
     writes) lmscope-score --data --json's object over the whole corpus; per_doc: each
-    document's line, as --per-doc writes it. The corpus is read and checked first (one line
-    naming FILE:LINE, nothing run)."""
+    document's line, as --per-doc writes it. `out`: a directory that keeps each finished
+    shard (sweep_directory.py), so that the same call again resumes. The corpus is read and
+    checked first (one line naming FILE:LINE, nothing run)."""
     _check_counts(docs_per_shard=docs_per_shard, workers=workers, batch=batch)
     corpus = os.path.abspath(corpus)
     kind = _corpus.kind_of(corpus, format)
     summary = _corpus.scan(corpus, kind, field)
-    argv = ["--model", _abs_if_path(model), "--field", field, "--batch", str(batch)] + \
+    model = _abs_if_path(model)
+    argv = ["--model", model, "--field", field, "--batch", str(batch)] + \
         [a for spec in intervene for a in ("--intervene", spec)] + _chat_args(chat) + list(tool_args)
     tool = find_tool("lmscope-score", tools)
     for path in filter(None, (json_out, per_doc)):
         _check_output(path)
     num_shards = (summary.documents + docs_per_shard - 1) // docs_per_shard
-    results, retried = _run("corpus", tool, argv, _corpus_shards(corpus, kind, field, docs_per_shard), num_shards,
-                            workers, threads, ray, progress, "score")
+    options = {"format": kind, "field": field, "batch": batch, "intervene": list(intervene), "chat": _chat_args(chat),
+               "docs_per_shard": docs_per_shard, "tool_args": list(tool_args)}
+    with shard_results(out, "score", model, corpus, options, num_shards) as store:
+        _run("corpus", tool, argv, _corpus_shards(corpus, kind, field, docs_per_shard), num_shards, workers, threads,
+             ray, progress, "score", store)
+        result = _merge_corpus(store.results, num_shards, corpus, summary, intervene, docs_per_shard, store.retried,
+                               per_doc)
+        _write_result(store, result, json_out)
+    return result
+
+
+def _merge_corpus(results, num_shards, corpus, summary, intervene, docs_per_shard, retried, per_doc) -> dict:
+    """lmscope-score --data --json's object from the shards' documents, summed in corpus order."""
     docs = [d for i in range(num_shards) for d in results[i]["docs"]]
     if not docs:
         raise ValueError("%s: no document has two tokens: nothing to predict" % corpus)
@@ -270,8 +292,6 @@ def sweep_corpus(model: str, corpus: str, format: str = "auto", field: str = "te
     out.update(docs_per_shard=docs_per_shard, num_shards=num_shards, shards_retried=retried)
     if per_doc:
         write_file_atomic(os.fspath(per_doc), "".join(json.dumps(d) + "\n" for d in docs).encode())
-    if json_out:
-        write_file_atomic(os.fspath(json_out), (json.dumps(out, indent=1) + "\n").encode())
     return out
 
 
@@ -323,17 +343,19 @@ def _json_number(v: float):
 
 
 class _Progress:
-    """A line on stderr per finished shard: shards done, elapsed time and the time left."""
+    """A line on stderr per finished shard: shards done, elapsed time and the time left (from
+    this run's shards: those a resumed sweep found done cost it nothing)."""
 
-    def __init__(self, label, total, enabled):
+    def __init__(self, label, total, enabled, skipped=0):
         self.label, self.total, self.enabled = label, total, enabled
-        self.done, self.start = 0, time.monotonic()
+        self.done = self.skipped = skipped
+        self.start = time.monotonic()
 
     def shard_done(self):
         self.done += 1
         if self.enabled:
             elapsed = time.monotonic() - self.start
-            left = elapsed / self.done * (self.total - self.done)
+            left = elapsed / (self.done - self.skipped) * (self.total - self.done)
             sys.stderr.write("%s: %d/%d shards, %.0f s, ETA %.0f s\n" % (self.label, self.done, self.total, elapsed, left))
             sys.stderr.flush()
 
@@ -349,6 +371,8 @@ def main(argv=None) -> int:
     patch.add_argument("--metric", default=None, help="for the pairs without their own")
     patch.add_argument("--rows-per-forward", type=int, default=32)
     patch.add_argument("--pairs-per-shard", type=int, default=4)
+    patch.add_argument("--svg", default=None, metavar="PREFIX",
+                       help="draw the mean and the spread per site: PREFIX.<site>.svg, PREFIX.<site>.sd.svg")
     score = sub.add_parser("score", help="lmscope-score --data CORPUS, shards of documents")
     score.add_argument("--data", required=True, help="the corpus: text lines, JSONL or token ids")
     score.add_argument("--format", default="auto", choices=("auto",) + _corpus.KINDS)
@@ -364,36 +388,72 @@ def main(argv=None) -> int:
         s.add_argument("--threads", type=int, default=None, help="OpenMP threads per worker")
         s.add_argument("--ray", default=None, metavar="auto|ADDRESS", help="the workers as Ray actors on that cluster")
         s.add_argument("--json", default=None, metavar="FILE", help="write the merged result as JSON")
+        s.add_argument("--out", default=None, metavar="DIR",
+                       help="keep each finished shard in DIR (and the merge, DIR/result.json): the same command resumes")
         s.add_argument("--tools", default=None, metavar="DIR", help="the folder of lmscope-patch / lmscope-score")
         s.add_argument("--quiet", action="store_true", help="no progress lines")
     a = p.parse_args(argv)
     common = dict(chat=a.chat, workers=a.workers, threads=a.threads, ray=a.ray, json_out=a.json, tools=a.tools,
-                  progress=not a.quiet)
+                  progress=not a.quiet, out=a.out)
     try:
         if a.what == "patch":
+            if a.svg:
+                _check_output(a.svg + ".svg")
             r = sweep_pairs(a.model, a.pairs, sites=a.sites, metric=a.metric, rows_per_forward=a.rows_per_forward,
                             pairs_per_shard=a.pairs_per_shard, **common)
-            print("%d pairs from %s in %d shards; sites %s" % (r["num_pairs"], a.pairs, r["num_shards"],
-                                                              ", ".join(r["sites"])))
+            with _result_file(r, a.json or (a.out and os.path.join(a.out, RESULT))) as path:
+                sys.stdout.write(show_pairs(path, a.svg, a.tools))
+            print("%d shards of %d pairs, %d retried" % (r["num_shards"], r["pairs_per_shard"], r["shards_retried"]))
         else:
             r = sweep_corpus(a.model, a.data, format=a.format, field=a.field, batch=a.batch, intervene=a.intervene,
                              docs_per_shard=a.docs_per_shard, per_doc=a.per_doc, **common)
-            print("corpus %s: %d documents, %d predicted tokens in %d shards (skipped: %d blank lines, "
-                  "%d one-token documents)" % (a.data, r["documents"], r["predicted"], r["num_shards"],
-                                               r["blank_lines"], r["one_token_documents"]))
-            print("loss %.4f, perplexity %.2f" % (r["loss"], r["perplexity"]))
-            if a.intervene:
-                print("intervened: loss %.4f, perplexity %.2f, difference %s"
-                      % (r["loss_intervened"], r["perplexity_intervened"], _signed4(r["difference"])))
+            sys.stdout.write(corpus_text(r))
+            if a.per_doc:
+                print("wrote %s" % a.per_doc)
     except (ValueError, OSError) as e:
         sys.stderr.write("lmscope-sweep: %s\n" % e)
         return 1
-    if a.json:
-        print("wrote %s" % a.json)
+    for path in filter(None, (a.json, a.out and os.path.join(a.out, RESULT))):
+        print("wrote %s" % path)
     return 0
 
 
+def show_pairs(result: str, svg: Optional[str] = None, tools: Optional[str] = None) -> str:
+    """The tables of a sweep over pairs (its --json file `result`), and with `svg` its pictures
+    (PREFIX.<site>.svg and .sd.svg), made by lmscope-patch --from-json: the very text and
+    pictures of lmscope-patch --pairs, from one maker. Returns the tool's stdout."""
+    return ToolWorker("pairs", find_tool("lmscope-patch", tools), [])._call(
+        ["--from-json", os.fspath(result)] + (["--svg", svg] if svg else []))
+
+
+def corpus_text(r: dict) -> str:
+    """lmscope-score --data's lines for a sweep's result: the corpus's loss and perplexity, and
+    with interventions the intervened ones and the difference, as the tool prints them."""
+    lines = ["corpus %s: %d documents, %d predicted tokens (skipped: %d blank lines, %d one-token documents)"
+             % (r["corpus"], r["documents"], r["predicted"], r["blank_lines"], r["one_token_documents"]),
+             "loss %.4f, perplexity %.2f" % (r["loss"], r["perplexity"])]
+    if "interventions" in r:
+        lines.append(interventions_line(json.dumps(r["interventions"])))
+        lines.append("intervened: loss %.4f, perplexity %.2f, difference %s"
+                     % (r["loss_intervened"], r["perplexity_intervened"], _signed4(r["difference"])))
+    lines.append("%d shards of %d documents, %d retried" % (r["num_shards"], r["docs_per_shard"], r["shards_retried"]))
+    return "".join(line + "\n" for line in lines)
+
+
+@contextlib.contextmanager
+def _result_file(result: dict, path: Optional[str]):
+    """The path of the result as a JSON file: `path` (written already), else a temporary."""
+    if path:
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="lmscope-sweep-") as tmp:
+        path = os.path.join(tmp, "result.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(result, f)
+        yield path
+
+
 def _signed4(v: float) -> str:
-    """"%+.4f" that never prints -0.0000."""
+    """"%+.4f" as the tools print it (io/format_number.h): never -0.0000."""
     text = "%+.4f" % v
-    return "+0.0000" if text == "-0.0000" else text
+    return "0.0000" if text == "-0.0000" else text

@@ -19,6 +19,7 @@
 
 #include "experiments/patching.h"
 #include "grad/grad_run.h"
+#include "intervene/record.h"
 #include "intervene/spec.h"
 #include "io/text_file.h"
 #include "model/weights.h"
@@ -492,6 +493,9 @@ PYBIND11_MODULE(_core, mod) {
     if (kind == "ids") return pyb::cast(d->ids);
     return pyb::str(d->text);
   });
+  // The interventions of a run as the tools print them (intervene/record.h), from their record's
+  // JSON ("intervened: layers.3.attn_out=zero"): lmscope-sweep score's line, lmscope-score's.
+  mod.def("interventions_line", [](const std::string& record_json) { return interventions_line(record_json); });
   // The hooks a Python function or an intervention may edit (HookInfo::editable), in forward
   // order, as docs/hooks.md names them: "embed", "layers.L.resid_pre", ..., "logits".
   mod.def("editable_hooks", [] { return intervention_site_names(); });

@@ -32,6 +32,7 @@ from test_collect import ids_corpus, shard_hashes
 from test_collect_sweep import pairs_file
 
 TOOL = os.path.join(ROOT, "tools", "lmscope-collect")
+SWEEP = os.path.join(ROOT, "tools", "lmscope-sweep")
 HOOKS = "layers.1.resid_post,layers.2.attn.z"
 
 
@@ -204,6 +205,31 @@ def test_a_sweep_worker_killed_mid_shard_loses_nothing(cluster, tmp_path):
     assert not _alive(tool), "the killed actor's lmscope-patch %d still runs" % tool
 
 
+def test_a_killed_sweep_driver_resumes_to_the_bytes_of_an_uninterrupted_sweep(cluster, tmp_path):
+    """tools/lmscope-sweep score --out DIR on the cluster, its driver killed (SIGKILL) once two
+    of its 10 shards are in the manifest: the same command again finishes the sweep, and its
+    result.json and --per-doc lines are the bytes of a sweep never interrupted (one process)."""
+    corpus = ids_corpus(tmp_path / "c.ids", 40, seed=4, low=2, high=30)
+    score = dict(batch=2, docs_per_shard=4, intervene=["layers.2.ffn_out=zero"])
+    lmscope.sweep_corpus(TINY, corpus, out=tmp_path / "ref", per_doc=tmp_path / "ref.jsonl", progress=False, **score)
+    out = tmp_path / "run"
+    argv = list(map(str, [sys.executable, SWEEP, "score", "--model", TINY, "--data", corpus, "--batch", 2,
+                          "--docs-per-shard", 4, "--intervene", score["intervene"][0], "--workers", 2, "--threads", 1,
+                          "--ray", cluster.address, "--out", out, "--per-doc", tmp_path / "run.jsonl"]))
+    env = dict(os.environ, LMSCOPE_PYTHON_BUILD=os.path.join(BUILD, "python"))
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _wait_for_shards(out, 2, p, manifest="sweep.json")
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    m = json.loads((out / "sweep.json").read_text())
+    assert not m["complete"] and 2 <= len(m["shards"]) < 10
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr
+    assert (out / "result.json").read_bytes() == (tmp_path / "ref" / "result.json").read_bytes()
+    assert (tmp_path / "run.jsonl").read_bytes() == (tmp_path / "ref.jsonl").read_bytes()
+    assert [e["index"] for e in json.loads((out / "sweep.json").read_text())["shards"]] == list(range(10))
+
+
 # ---- helpers -------------------------------------------------------------------------------------
 def _free_port() -> int:
     s = socket.socket()
@@ -249,8 +275,8 @@ def _peer(kind):
         s.close()
 
 
-def _wait_for_shards(out, n, proc=None, timeout=240):
-    manifest = out / "collection.json"
+def _wait_for_shards(out, n, proc=None, timeout=240, manifest="collection.json"):
+    manifest = out / manifest
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:

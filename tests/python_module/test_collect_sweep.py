@@ -8,15 +8,19 @@ The pairs and corpora are token ids drawn here from numpy's generator with fixed
 committed tiny model (golden/models/tiny-qwen2); the Ray runs are in test_collect_ray.py."""
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 
 import lmscope
 from conftest import BUILD, ROOT, TINY
-from test_collect import ids_corpus
+from lmscope import sweep_directory
+from test_collect import ids_corpus, tree
 
 TOOL = os.path.join(ROOT, "tools", "lmscope-sweep")
 PATCH = dict(sites="resid_pre,attn.z", rows_per_forward=7, pairs_per_shard=2)
@@ -152,3 +156,143 @@ def test_a_bad_corpus_is_one_line_naming_the_users_file_and_line(tmp_path, conte
                             "--threads", 1, "--json", tmp_path / "out.json", "--quiet")
     assert status == 1 and stderr.count("\n") == 1 and needle in stderr, stderr
     assert not (tmp_path / "out.json").exists()
+
+
+# ---- resumable: a directory of shard results --------------------------------------------------------
+def test_a_killed_sweep_resumes_to_the_bytes_of_an_uninterrupted_one(tmp_path):
+    """tools/lmscope-sweep patch --out DIR on 2 worker processes, killed (SIGKILL) once two of
+    its 12 shards are in the manifest: the same command again runs the other shards only and
+    writes the very bytes (DIR/result.json, --json) of a sweep that was never interrupted."""
+    pairs = pairs_file(tmp_path / "pairs.jsonl", 12, seed=5)
+    reference = lmscope.sweep_pairs(TINY, pairs, sites="resid_pre", rows_per_forward=7, pairs_per_shard=1,
+                                    out=tmp_path / "ref", json_out=tmp_path / "ref.json", progress=False)
+    assert reference["num_shards"] == 12
+    out = tmp_path / "run"
+    argv = [sys.executable, TOOL, "patch", "--model", TINY, "--pairs", pairs, "--sites", "resid_pre",
+            "--rows-per-forward", 7, "--pairs-per-shard", 1, "--workers", 2, "--threads", 1, "--out", out,
+            "--json", tmp_path / "run.json"]
+    env = dict(os.environ, LMSCOPE_PYTHON_BUILD=os.path.join(BUILD, "python"), OMP_NUM_THREADS="1")
+    p = subprocess.Popen(list(map(str, argv)), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wait_for_sweep_shards(out, 2, p)
+    workers = children(p.pid)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    # Its worker processes die with it (PR_SET_PDEATHSIG), and their tools with them.
+    deadline = time.monotonic() + 10
+    while [w for w in workers if alive(w)] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert workers and not [w for w in workers if alive(w)], workers
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert not manifest["complete"] and 2 <= len(manifest["shards"]) < 12
+    kept = {e["file"]: e["sha256"] for e in manifest["shards"]}
+    r = subprocess.run(list(map(str, argv)), env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("patch: ") <= 12 - len(kept)       # a progress line per shard run this time
+    assert (out / "result.json").read_bytes() == (tmp_path / "ref" / "result.json").read_bytes()
+    assert (tmp_path / "run.json").read_bytes() == (tmp_path / "ref.json").read_bytes()
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert manifest["complete"] and [e["index"] for e in manifest["shards"]] == list(range(12))
+    assert all({e["file"]: e["sha256"] for e in manifest["shards"]}[f] == h for f, h in kept.items())
+    assert not [n for n in os.listdir(out) if ".partial." in n]
+
+
+def test_a_sweep_directory_is_refused_when_it_is_not_this_sweep(tmp_path):
+    pairs = pairs_file(tmp_path / "pairs.jsonl", 2)
+    run = lambda out, **kw: lmscope.sweep_pairs(TINY, pairs, **dict(dict(sites="resid_pre", rows_per_forward=7,
+                                                                          out=out, progress=False), **kw))
+    run(tmp_path / "s")
+    for kw, needle in ((dict(rows_per_forward=3), "options.rows_per_forward = 7; this one asks 3"),
+                       (dict(sites="attn.z"), "options.sites = 'resid_pre'; this one asks 'attn.z'")):
+        with pytest.raises(ValueError, match="'%s' holds a sweep made with %s" % (tmp_path / "s", re.escape(needle))):
+            run(tmp_path / "s", **kw)
+    corpus = ids_corpus(tmp_path / "c.ids", 4)
+    with pytest.raises(ValueError, match=r"sweep.kind = 'patch'; this one asks 'score'"):
+        lmscope.sweep_corpus(TINY, corpus, out=tmp_path / "s", progress=False)
+    # Not a sweep: files but no sweep.json (a collection's directory too) are refused, untouched.
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_text("mine")
+    lmscope.collect(TINY, corpus, tmp_path / "acts", "layers.0.resid_post", progress=False)
+    for d in ("notes", "acts"):
+        before = tree(tmp_path / d)
+        with pytest.raises(ValueError, match="'%s' holds files and no sweep.json: not a sweep" % (tmp_path / d)):
+            run(tmp_path / d)
+        assert tree(tmp_path / d) == before
+    # Two sweeps into one directory at once: the second is refused, naming the first's pid.
+    with sweep_directory.DIRECTORY.locked(str(tmp_path / "s")):
+        with pytest.raises(ValueError, match=r"is being written by another sweep \(pid %d\)" % os.getpid()):
+            run(tmp_path / "s")
+
+
+# ---- readable output: the single-process tools' text and pictures ------------------------------------
+def test_the_sweeps_text_and_pictures_are_the_tools_own(tmp_path):
+    """lmscope-sweep patch prints lmscope-patch --pairs's tables and --svg draws its pictures,
+    byte for byte (lmscope-patch --from-json makes both from the merge); lmscope-sweep score
+    prints lmscope-score --data's lines."""
+    pairs = pairs_file(tmp_path / "pairs.jsonl", 5)
+    status, out, stderr = cli("patch", "--model", TINY, "--pairs", pairs, "--sites", "resid_pre,attn.z",
+                              "--rows-per-forward", 7, "--pairs-per-shard", 2, "--workers", 2, "--threads", 1,
+                              "--svg", tmp_path / "sweep", "--quiet")
+    assert status == 0, stderr
+    whole = engine_tool("lmscope-patch", "--model", TINY, "--pairs", pairs, "--sites", "resid_pre,attn.z",
+                        "--rows-per-forward", 7, "--svg", tmp_path / "whole", "-q")
+    tables = whole.split("\n\n")[:-1]                        # up to the line of cells, forwards and seconds
+    assert "resid_pre: layer x position, normalized, mean over 5 pairs" in whole
+    assert out.startswith("\n\n".join(tables) + "\n")
+    for site in ("resid_pre", "attn_z"):
+        for kind in ("", ".sd"):
+            name = "%s%s.svg" % (site, kind)
+            assert (tmp_path / ("sweep." + name)).read_bytes() == (tmp_path / ("whole." + name)).read_bytes(), name
+            assert "wrote %s" % (tmp_path / ("sweep." + name)) in out
+    assert "3 shards of 2 pairs, 0 retried" in out
+
+    corpus = ids_corpus(tmp_path / "c.ids", 16, seed=1, low=2, high=30)
+    status, out, stderr = cli("score", "--model", TINY, "--data", corpus, "--batch", 4, "--docs-per-shard", 8,
+                              "--intervene", SCORE["intervene"][0], "--workers", 2, "--threads", 1, "--quiet")
+    assert status == 0, stderr
+    whole = engine_tool("lmscope-score", "--model", TINY, "--data", corpus, "--batch", 4, "--intervene",
+                        SCORE["intervene"][0], "-q")
+    assert "intervened: layers.1.attn_out=zero" in whole
+    assert out == whole + "2 shards of 8 documents, 0 retried\n"
+
+
+def test_from_json_refuses_what_is_not_a_pairs_result_in_one_line(tmp_path):
+    (tmp_path / "bad.json").write_text('{"num_pairs": 2}')
+    r = subprocess.run([os.path.join(BUILD, "lmscope-patch"), "--from-json", tmp_path / "bad.json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert "%s: not the --json of lmscope-patch --pairs or lmscope-sweep patch" % (tmp_path / "bad.json") in r.stderr
+
+
+def wait_for_sweep_shards(out, n, proc, timeout=120):
+    """Until the sweep's manifest lists n shards (or the run ends first: an error)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError("the run ended first: %s" % proc.stderr.read())
+        try:
+            if len(json.loads((out / "sweep.json").read_text())["shards"]) >= n:
+                return
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.01)
+    raise AssertionError("no %d shards within %d s" % (n, timeout))
+
+
+def children(pid):
+    """The processes whose parent is `pid`."""
+    out = []
+    for q in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if int(open("/proc/%s/stat" % q).read().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(q))
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def alive(pid):
+    """Running (a zombie waiting for its parent's wait() has finished)."""
+    try:
+        return open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
