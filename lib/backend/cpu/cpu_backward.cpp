@@ -112,6 +112,32 @@ void CpuBackend::swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dact,
   }
 }
 
+// Gemma 3's GeGLU: act = gelu_tanh(g) * u with gelu_tanh(g) = 0.5 g (1 + t),
+// t = tanh(c (g + k g^3)), c = sqrt(2/pi), k = 0.044715 (PyTorch's approximate="tanh"), so
+//   gelu_tanh'(g) = 0.5 (1 + t) + 0.5 g (1 - t^2) c (1 + 3 k g^2)
+//   dgate = dact * u * gelu_tanh'(g), dup = dact * gelu_tanh(g)     (in double, as swiglu's)
+void CpuBackend::geglu_tanh_backward(Tensor& dgate, Tensor& dup, const Tensor& dact, const Tensor& gate,
+                                     const Tensor& up) {
+  const int64_t n = gate.numel();
+  require(up.numel() == n && dact.numel() == n && dgate.numel() == n && dup.numel() == n,
+          "geglu_tanh_backward: shapes");
+  const double c = 0.7978845608028654, k = 0.044715;
+  const float* g = gate.f32();
+  const float* u = up.f32();
+  const float* d = dact.f32();
+  float* dg = dgate.f32();
+  float* du = dup.f32();
+#pragma omp parallel for
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = g[i];
+    const double t = std::tanh(c * (x + k * x * x * x));
+    const double gelu = 0.5 * x * (1.0 + t);
+    const double slope = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * k * x * x);
+    dg[i] = float(double(d[i]) * u[i] * slope);
+    du[i] = float(double(d[i]) * gelu);
+  }
+}
+
 // Forward, per row with h = hd/2: y1 = x1 c1 - x2 s1, y2 = x2 c2 + x1 s2 (rotate_half). Its
 // transpose: dx1 = dy1 c1 + dy2 s2, dx2 = dy2 c2 - dy1 s1 (a rotation by -theta).
 void CpuBackend::rope_backward(Tensor& dx, const Tensor& dy, const Tensor& cos, const Tensor& sin) {
