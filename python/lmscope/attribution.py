@@ -213,7 +213,7 @@ def _direction(model, answer: Answer) -> np.ndarray:
 def _token(model, t) -> int:
     V = model.info["vocab_size"]
     if isinstance(t, str):
-        ids = model.tokenize(t).ids
+        ids = list(model._engine.encode(t, False)[0])     # no BOS (Gemma's tokenizer adds one)
         if len(ids) != 1:
             raise ValueError("logit_attribution: %r is %d tokens %s, not one" % (t, len(ids), ids))
         return ids[0]
