@@ -34,6 +34,16 @@ head's share b_V @ W_O_h, which `heads_value_bias` holds (TL's logit_attrs of it
 checks TL's own identities before writing: the components sum to the logit difference, and each
 layer's heads (plus their value-bias shares) sum to its attn_out (no o_proj bias in these models).
 
+tiny-gemma3.json  golden/models/tiny-gemma3, the same prompt. TransformerLens 4.3's bridge gives no
+                  decomposition through Gemma 3's post-branch norms (its per-head results are
+                  before the norm), so this one is written in torch from HF's own modules
+                  (float64): the scaled embedding, each layer's post_attention_layernorm and
+                  post_feedforward_layernorm outputs (what joins the stream), the final norm's
+                  scale frozen as TL freezes it; a head's share is z_h @ W_O[:, h] through its
+                  layer's post-norm with that norm's scale 1/rms(o_proj output) frozen too. The
+                  script checks that the components sum to the final residual stream and the
+                  logit difference, and each layer's heads to its attention component.
+
 Deterministic (float32 on CPU, one thread, torch deterministic algorithms).
 """
 import os
@@ -112,6 +122,61 @@ def tl_decomposition(hf, tok, name, ids, a=None, b=None):
     }
 
 
+def gemma3_decomposition(hf, ids):
+    """Gemma 3's decomposition of the last position of `ids` from HF's modules (module doc)."""
+    import torch
+    import transformers
+    hf.requires_grad_(False)                                                    # numbers, not a graph
+    kept, handles = {}, []
+    keep = lambda key, f: (lambda mod, args, out: kept.__setitem__(key, f(args, out)))
+    base = hf.model
+    handles.append(base.embed_tokens.register_forward_hook(keep("embed", lambda a, o: o)))
+    for l, layer in enumerate(base.layers):
+        handles.append(layer.self_attn.o_proj.register_forward_hook(keep("%d_z" % l, lambda a, o: (a[0], o))))
+        handles.append(layer.post_attention_layernorm.register_forward_hook(keep("%d_attn" % l, lambda a, o: o)))
+        handles.append(layer.post_feedforward_layernorm.register_forward_hook(keep("%d_mlp" % l, lambda a, o: o)))
+    handles.append(base.norm.register_forward_hook(keep("resid", lambda a, o: a[0])))
+    with torch.no_grad():
+        last = hf(input_ids=torch.tensor([ids])).logits[0, -1]                  # [V]
+    for h in handles:
+        h.remove()
+    a, b = [int(i) for i in torch.topk(last, 2).indices]
+    cfg = hf.config
+    L, H, hd, eps = cfg.num_hidden_layers, cfg.num_attention_heads, cfg.head_dim, cfg.rms_norm_eps
+    rms = lambda x: torch.sqrt((x * x).mean() + eps)                            # x [D]
+    resid = kept["resid"][0, -1]                                                # [D]
+    W_U = hf.lm_head.weight                                                     # [V, D]
+    read = (1.0 + base.norm.weight) * (W_U[a] - W_U[b]) / rms(resid)            # [D] final norm frozen
+    labels = ["embed"] + ["%d_%s" % (l, k) for l in range(L) for k in ("attn_post_norm", "ffn_post_norm")]
+    parts = [kept["embed"][0, -1]] + [kept["%d_%s" % (l, k)][0, -1] for l in range(L) for k in ("attn", "mlp")]
+    heads = []
+    for l, layer in enumerate(base.layers):
+        z, out = kept["%d_z" % l]                                               # [1,T,H*hd], [1,T,D]
+        W_O = layer.self_attn.o_proj.weight.reshape(-1, H, hd)                  # [D, H, hd]
+        result = torch.einsum("hk,dhk->hd", z[0, -1].reshape(H, hd), W_O)       # [H, D]
+        heads.append(result * (1.0 + layer.post_attention_layernorm.weight) / rms(out[0, -1]))
+    heads = torch.stack(heads)                                                  # [L, H, D]
+    comp = torch.stack(parts) @ read                                            # [1+2L]
+    heads_ld = heads @ read                                                     # [L, H]
+    logit_diff = float(last[a] - last[b])
+    # The identities, before anything is written: the parts are the stream (HF adds them in
+    # float64), the heads their layer's attention part up to the float32 norm inside HF's RMSNorm.
+    assert float((torch.stack(parts).sum(0) - resid).abs().max()) < 1e-9 * float(resid.abs().max())
+    assert abs(float(comp.sum()) - logit_diff) < IDENTITY_ATOL, (float(comp.sum()), logit_diff)
+    assert float((heads_ld.sum(1) - comp[1::2]).abs().max()) < IDENTITY_ATOL, (heads_ld.sum(1), comp[1::2])
+    return {
+        "made_by": "golden/make_attribution_refs.py: HF transformers %s Gemma3ForCausalLM (float64) and torch %s; "
+                   "the post-norm outputs, final norm and post-norms' scales frozen" % (transformers.__version__, torch.__version__),
+        "ids": [int(i) for i in ids],
+        "pos": -1,
+        "answer": [a, b],
+        "logit_diff": short(logit_diff),
+        "logit_scale": short(float(last.abs().max())),
+        "components": {lab: short(v) for lab, v in zip(labels, comp.tolist())},
+        "heads": [[short(v) for v in row] for row in heads_ld.tolist()],
+    }
+
+
 def value_bias_results(hf):
     """Each head's share of the v bias, b_V[kv(h)] @ W_O[:, h] ([L*H, D]), or None without one.
     Compatibility mode folds it into b_O (fold_value_biases: a head's pattern sums to 1, so its
@@ -149,6 +214,12 @@ def main():
         ref = {"model": rel, **ref}
         write_json(os.path.join(OUT, name + ".json"), ref)
         print("wrote golden/attribution/%s.json: logit diff %.4f" % (name, ref["logit_diff"]))
+    rel = "golden/models/tiny-gemma3"
+    hf = AutoModelForCausalLM.from_pretrained(os.path.join(ROOT, rel), dtype=torch.float64,
+                                              attn_implementation="eager").eval()
+    ref = {"model": rel, **gemma3_decomposition(hf, TINY_IDS)}
+    write_json(os.path.join(OUT, "tiny-gemma3.json"), ref)
+    print("wrote golden/attribution/tiny-gemma3.json: logit diff %.4f" % ref["logit_diff"])
     if not os.path.isfile(args.model):
         print("%s is absent (scripts/fetch-model.sh fetches it): smollm2.json not made" % args.model)
         return

@@ -15,7 +15,8 @@ P counts a row's prompt tokens (padding skipped); a batch's metric is the sum of
 
 Each case is one HDF5 file: input_ids and attention_mask [B,T] (left padded, pad id 0),
 grad/<hook> in lmscope's names and layouts (docs/hooks.md) as float32, the
-metric's value as the attribute `metric`. The tiny models: every hook; SmolLM2 (Q4_1 GGUF,
+metric's value as the attribute `metric`. The tiny models (tiny-gemma3 too: its window of 4 is
+passed by every prompt, the batch left padded): every hook; SmolLM2 (Q4_1 GGUF,
 dequantized by transformers' GGUF loader: the same values lmscope multiplies): layers 0, 14 and
 29 and the globals, for a 9-token prompt. golden/grad/manifest.json lists the cases.
 """
@@ -48,6 +49,9 @@ TINY_CASES = [
     ("tiny-llama-loss", "golden/models/tiny-llama", [PROMPT_A], "loss:2:"),
     ("tiny-qwen3-batch-loss", "golden/models/tiny-qwen3", PROMPTS_B, "loss::"),
     ("tiny-qwen3-logit-diff", "golden/models/tiny-qwen3", [PROMPT_A], "logit_diff:pos=3:TOP2"),
+    # Gemma 3 (window 4: layers 0 and 1 slide): left padding, every prompt past the window
+    ("tiny-gemma3-batch-loss", "golden/models/tiny-gemma3", PROMPTS_B, "loss::"),
+    ("tiny-gemma3-logit-diff", "golden/models/tiny-gemma3", [PROMPT_A], "logit_diff:pos=-1:TOP2"),
 ]
 
 
@@ -171,13 +175,22 @@ class Retain:
         reg(layer.input_layernorm.register_forward_hook(out_hook("attn_norm")))
         for n in ("q", "k", "v"):
             reg(getattr(attn, n + "_proj").register_forward_hook(out_hook("attn." + n, heads_first)))
-        if getattr(attn, "q_norm", None) is not None:   # Qwen3: [B,T,X,hd] -> [B,X,T,hd]
-            reg(attn.q_norm.register_forward_hook(out_hook("attn.q_norm", lambda g: g.transpose(1, 2))))
-            reg(attn.k_norm.register_forward_hook(out_hook("attn.k_norm", lambda g: g.transpose(1, 2))))
+        gemma = getattr(layer, "pre_feedforward_layernorm", None) is not None
+        if getattr(attn, "q_norm", None) is not None:
+            # Qwen3 norms [B,T,X,hd] (then transposes), Gemma 3 [B,X,T,hd] (already transposed)
+            heads = (lambda g: g) if gemma else (lambda g: g.transpose(1, 2))
+            reg(attn.q_norm.register_forward_hook(out_hook("attn.q_norm", heads)))
+            reg(attn.k_norm.register_forward_hook(out_hook("attn.k_norm", heads)))
         reg(attn.o_proj.register_forward_pre_hook(in_hook("attn.z", lambda g: g.reshape(*g.shape[:2], -1, hd))))
         reg(attn.o_proj.register_forward_hook(out_hook("attn_out")))
-        reg(layer.post_attention_layernorm.register_forward_pre_hook(in_hook("resid_mid")))
-        reg(layer.post_attention_layernorm.register_forward_hook(out_hook("ffn_norm")))
+        if gemma:   # Gemma 3: post_attention_layernorm is the attention branch's own norm
+            reg(layer.post_attention_layernorm.register_forward_hook(out_hook("attn_post_norm")))
+            reg(layer.pre_feedforward_layernorm.register_forward_pre_hook(in_hook("resid_mid")))
+            reg(layer.pre_feedforward_layernorm.register_forward_hook(out_hook("ffn_norm")))
+            reg(layer.post_feedforward_layernorm.register_forward_hook(out_hook("ffn_post_norm")))
+        else:
+            reg(layer.post_attention_layernorm.register_forward_pre_hook(in_hook("resid_mid")))
+            reg(layer.post_attention_layernorm.register_forward_hook(out_hook("ffn_norm")))
         reg(mlp.gate_proj.register_forward_hook(out_hook("ffn.gate")))
         reg(mlp.up_proj.register_forward_hook(out_hook("ffn.up")))
         reg(mlp.down_proj.register_forward_pre_hook(in_hook("ffn.act")))

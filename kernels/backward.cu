@@ -50,10 +50,16 @@ __global__ void rmsnorm_backward_kernel(float* dx, const float* dy, const float*
   for (int64_t i = threadIdx.x; i < D; i += blockDim.x) dx[row * D + i] = rmsnorm_backward_apply(gr[i], xr[i], weight[i], r, c);
 }
 
-__global__ void swiglu_backward_kernel(float* dgate, float* dup, const float* dact, const float* gate, const float* up,
-                                       int64_t n) {
+// The gated units' backward, one thread per element: SwiGLU, or with kGelu Gemma 3's GeGLU.
+template <bool kGelu>
+__global__ void glu_backward_kernel(float* dgate, float* dup, const float* dact, const float* gate, const float* up,
+                                    int64_t n) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) lmscope::swiglu_backward(dact[i], gate[i], up[i], &dgate[i], &dup[i]);
+  if (i >= n) return;
+  if (kGelu)
+    lmscope::geglu_tanh_backward(dact[i], gate[i], up[i], &dgate[i], &dup[i]);
+  else
+    lmscope::swiglu_backward(dact[i], gate[i], up[i], &dgate[i], &dup[i]);
 }
 
 // dx, dy [B,Hx,T,hd], cos/sin [B,T,hd]; one thread per element of dx.
@@ -97,8 +103,15 @@ void rmsnorm_backward(float* dx, const float* dy, const float* x, const float* w
 void swiglu_backward(float* dgate, float* dup, const float* dact, const float* gate, const float* up, int64_t n,
                      cudaStream_t st) {
   if (n == 0) return;
-  launch<swiglu_backward_kernel>(blocks_for(n), kBlock, 0, st, dgate, dup, dact, gate, up, n);
-  LMSCOPE_LAUNCHED(swiglu_backward_kernel);
+  launch<glu_backward_kernel<false>>(blocks_for(n), kBlock, 0, st, dgate, dup, dact, gate, up, n);
+  LMSCOPE_LAUNCHED(glu_backward_kernel<false>);
+}
+
+void geglu_tanh_backward(float* dgate, float* dup, const float* dact, const float* gate, const float* up, int64_t n,
+                         cudaStream_t st) {
+  if (n == 0) return;
+  launch<glu_backward_kernel<true>>(blocks_for(n), kBlock, 0, st, dgate, dup, dact, gate, up, n);
+  LMSCOPE_LAUNCHED(glu_backward_kernel<true>);
 }
 
 void rope_backward(float* dx, const float* dy, const float* cos, const float* sin, int64_t B, int64_t Hx, int64_t T,

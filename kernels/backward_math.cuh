@@ -29,6 +29,18 @@ LMSCOPE_HD void swiglu_backward(float dact, float gate, float up, float* dgate, 
   *dup = float(double(dact) * gate * s);
 }
 
+// Gemma 3's GeGLU: act = gelu_tanh(g) * u with gelu_tanh(g) = 0.5 g (1 + t),
+// t = tanh(c (g + k g^3)), c = sqrt(2/pi), k = 0.044715 (PyTorch's approximate="tanh"), so
+//   gelu_tanh'(g) = 0.5 (1 + t) + 0.5 g (1 - t^2) c (1 + 3 k g^2)
+//   dgate = dact u gelu_tanh'(g),  dup = dact gelu_tanh(g)
+LMSCOPE_HD void geglu_tanh_backward(float dact, float gate, float up, float* dgate, float* dup) {
+  const double c = 0.7978845608028654, k = 0.044715, x = gate;
+  const double t = tanh(c * (x + k * x * x * x));
+  const double slope = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * k * x * x);
+  *dgate = float(double(dact) * up * slope);
+  *dup = float(double(dact) * 0.5 * x * (1.0 + t));
+}
+
 // RoPE's transpose (a rotation by -theta) for element i of a head vector's gradient dy
 // (length hd) with that row's cos/sin. The forward (rope.cuh, rotate_half) is
 //   y1 = x1 c1 - x2 s1,  y2 = x2 c2 + x1 s2      (x1 = x[:hd/2], x2 = x[hd/2:])

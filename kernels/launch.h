@@ -87,6 +87,9 @@ void rmsnorm_backward(float* dx, const float* dy, const float* x, const float* w
 // dgate = dact up silu'(gate), dup = dact silu(gate)    (n elements)
 void swiglu_backward(float* dgate, float* dup, const float* dact, const float* gate, const float* up, int64_t n,
                      cudaStream_t st);
+// dgate = dact up gelu_tanh'(gate), dup = dact gelu_tanh(gate)    (n elements; Gemma 3)
+void geglu_tanh_backward(float* dgate, float* dup, const float* dact, const float* gate, const float* up, int64_t n,
+                         cudaStream_t st);
 // dx = dy rotated by -theta     dx, dy [B,Hx,T,hd]; cos, sin [B,T,hd]
 void rope_backward(float* dx, const float* dy, const float* cos, const float* sin, int64_t B, int64_t Hx, int64_t T,
                    int64_t hd, cudaStream_t st);

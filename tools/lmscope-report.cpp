@@ -50,6 +50,10 @@ int main(int argc, char** argv) {
                  "when it exists)");
   app.add_option("--svg", svg, "write one picture instead of the page: attention or mask")
       ->check(CLI::IsMember({"attention", "mask"}));
+  std::string mask = "combined";
+  app.add_option("--mask", mask, "--svg mask: which mask, combined (causal + padding) or sliding (Gemma 3's sliding layers)")
+      ->check(CLI::IsMember({"combined", "sliding"}))
+      ->capture_default_str();
   app.add_option("--layer", layer, "--svg attention: the layer")->capture_default_str();
   app.add_option("--head", head, "--svg attention: the head")->capture_default_str();
   app.add_option("--step", step, "--svg attention, --summary: the step")->capture_default_str();
@@ -94,7 +98,7 @@ int main(int argc, char** argv) {
     if (!page) {
       const ColumnRange q = queries.empty() ? ColumnRange{} : parse_column_range(queries, "--queries");
       const ColumnRange k = keys.empty() ? ColumnRange{} : parse_column_range(keys, "--keys");
-      const std::string text = svg == "attention" ? attention_svg(data, tr, step, layer, head, row, q, k) : mask_svg(data, row);
+      const std::string text = svg == "attention" ? attention_svg(data, tr, step, layer, head, row, q, k) : mask_svg(data, row, mask);
       write_file_atomic(out, text);
       std::printf("wrote %s (%zu bytes)%s\n", out.c_str(), text.size(), no_tokenizer);
       return 0;

@@ -133,6 +133,11 @@ class Backend {
     (void)dgate, (void)dup, (void)dact, (void)gate, (void)up;
     no_backward();
   }
+  // geglu_tanh's (Gemma 3): dgate = dact * up * gelu_tanh'(gate), dup = dact * gelu_tanh(gate)   all [N,F]
+  virtual void geglu_tanh_backward(Tensor& dgate, Tensor& dup, const Tensor& dact, const Tensor& gate, const Tensor& up) {
+    (void)dgate, (void)dup, (void)dact, (void)gate, (void)up;
+    no_backward();
+  }
   // rope's: the rotation by -theta            dx, dy [B,Hx,T,hd], cos, sin [B,T,hd]
   virtual void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& cos, const Tensor& sin) {
     (void)dx, (void)dy, (void)cos, (void)sin;

@@ -29,11 +29,30 @@ std::string backward_hook_globs(const ModelConfig& cfg) {
   std::string globs = "rope.cos,rope.sin,layers.*.resid_pre,layers.*.attn.q,layers.*.attn.k,layers.*.attn.v,"
                       "layers.*.attn.q_rope,layers.*.attn.k_rope,layers.*.attn.probs,layers.*.resid_mid,"
                       "layers.*.ffn.gate,layers.*.ffn.up,";
+  globs += gemma3_backward_hook_globs(cfg);
   return globs + "layers." + std::to_string(cfg.num_layers - 1) + ".resid_post";
+}
+
+// Gemma 3's extra forward math read by its backward: a branch's output before its post-norm
+// (attn_out, ffn_out) and the sliding layers' RoPE tables. Nothing for the other families.
+std::string gemma3_backward_hook_globs(const ModelConfig& cfg) {
+  std::string globs;
+  if (cfg.post_branch_norms) globs += "layers.*.attn_out,layers.*.ffn_out,";
+  if (cfg.any_sliding()) globs += "rope.cos_local,rope.sin_local,";
+  return globs;
 }
 
 namespace {
 Tensor prepare_or_empty(Backend& be, const Tensor& t) { return t.defined() && t.numel() ? be.prepare_weight(t) : Tensor(); }
+
+// Gemma 3's post-branch norm (branch = rmsnorm(out) * w before it joins the stream; w the
+// multiplier 1 + w_HF as held): the gradient of the branch's output `out` from that of the
+// normed branch, which is the residual stream's.
+Tensor post_norm_backward(Backend& be, const Tensor& dbranch, const Tensor& out, const Tensor& w, float eps) {
+  Tensor dout = be.alloc(out.shape());                       // dout: [B,T,D]
+  be.rmsnorm_backward(dout, dbranch, out, w, eps);
+  return dout;
+}
 }  // namespace
 
 DecoderBackward::DecoderBackward(const ModelConfig& cfg, const Weights& w, Backend& backend)
@@ -50,6 +69,7 @@ DecoderBackward::DecoderBackward(const ModelConfig& cfg, const Weights& w, Backe
     p.q_norm = prep(lw.q_norm), p.k_norm = prep(lw.k_norm);
     p.wo = prep(lw.wo);
     p.ffn_norm = prep(lw.ffn_norm);
+    p.attn_post_norm = prep(lw.attn_post_norm), p.ffn_post_norm = prep(lw.ffn_post_norm);   // Gemma 3
     p.w_gate = prep(lw.w_gate), p.w_up = prep(lw.w_up), p.w_down = prep(lw.w_down);
     w_.layers.push_back(std::move(p));
   }
@@ -62,7 +82,7 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
   const int64_t B = dlogits_host.dim(0), T = dlogits_host.dim(1);
   const int64_t D = cfg_.hidden_size, H = cfg_.num_heads, Hkv = cfg_.num_kv_heads;
   const int64_t hd = cfg_.head_dim, F = cfg_.intermediate_size;
-  const float eps = cfg_.rms_norm_eps, scale = 1.0f / std::sqrt(float(hd));
+  const float eps = cfg_.rms_norm_eps, scale = cfg_.attention_scale();   // hd^-0.5 (Gemma 3: query_pre_attn_scalar^-0.5)
 
   auto offer = [&](Hook h, int layer, const Tensor& g) {
     if (sink.wants(h, layer)) sink.offer(h, layer, be.to_host(g));
@@ -75,6 +95,9 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
     return s;
   };
   const Tensor cos = act(Hook::RopeCos, -1), sin = act(Hook::RopeSin, -1);   // [B,T,hd]
+  // Gemma 3's sliding layers turn by their own base (10,000): [B,T,hd]
+  const Tensor cos_local = cfg_.any_sliding() ? act(Hook::RopeCosLocal, -1) : Tensor();
+  const Tensor sin_local = cfg_.any_sliding() ? act(Hook::RopeSinLocal, -1) : Tensor();
   // The gradient at an edited site (of the tensor after the edit, what the next op read) to
   // the gradient of the tensor before it: times a = edit(1) - edit(0), element by element.
   auto through_edit = [&](Hook h, int layer, Tensor& g) {
@@ -111,8 +134,15 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
     through_edit(Hook::ResidPost, l, dx);
 
     // ---- MLP: resid_post = resid_mid + down_proj(silu(gate_proj(hn)) * up_proj(hn)) ----
-    offer(Hook::FfnOut, l, dx);                              // d ffn_out = d resid_post
+    // (Gemma 3: gelu_tanh for silu, and the branch RMS-normed before the add.)
     Tensor dffn_out = dx;                                    // dffn_out: [B,T,D]
+    if (cfg_.post_branch_norms) {
+      offer(Hook::FfnPostNorm, l, dx);                       // d ffn_post_norm = d resid_post
+      Tensor dbranch = dx;                                   // dbranch: [B,T,D]
+      through_edit(Hook::FfnPostNorm, l, dbranch);
+      dffn_out = post_norm_backward(be, dbranch, act(Hook::FfnOut, l), lw.ffn_post_norm, eps);
+    }
+    offer(Hook::FfnOut, l, dffn_out);                        // d ffn_out (= d resid_post without post-norms)
     through_edit(Hook::FfnOut, l, dffn_out);
     Tensor dact = be.alloc({B, T, F});                       // dact: [B,T,F]
     be.linear_backward(dact, dffn_out, lw.w_down);
@@ -120,7 +150,8 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
     through_edit(Hook::FfnAct, l, dact);
     Tensor dgate = be.alloc({B, T, F});                      // dgate: [B,T,F]
     Tensor dup = be.alloc({B, T, F});                        // dup:   [B,T,F]
-    be.swiglu_backward(dgate, dup, dact, act(Hook::FfnGate, l), act(Hook::FfnUp, l));
+    if (cfg_.gelu_tanh_ffn) be.geglu_tanh_backward(dgate, dup, dact, act(Hook::FfnGate, l), act(Hook::FfnUp, l));
+    else be.swiglu_backward(dgate, dup, dact, act(Hook::FfnGate, l), act(Hook::FfnUp, l));
     offer(Hook::FfnGate, l, dgate);
     offer(Hook::FfnUp, l, dup);
     through_edit(Hook::FfnGate, l, dgate);
@@ -139,8 +170,14 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
     through_edit(Hook::ResidMid, l, dmid);
 
     // ---- attention: resid_mid = x + o_proj(attn(rope(q), rope(k), v)) ----
-    offer(Hook::AttnOut, l, dmid);                           // d attn_out = d resid_mid
     Tensor dattn_out = dmid;                                 // dattn_out: [B,T,D]
+    if (cfg_.post_branch_norms) {
+      offer(Hook::AttnPostNorm, l, dmid);                    // d attn_post_norm = d resid_mid
+      Tensor dbranch = dmid;                                 // dbranch: [B,T,D]
+      through_edit(Hook::AttnPostNorm, l, dbranch);
+      dattn_out = post_norm_backward(be, dbranch, act(Hook::AttnOut, l), lw.attn_post_norm, eps);
+    }
+    offer(Hook::AttnOut, l, dattn_out);                      // d attn_out (= d resid_mid without post-norms)
     through_edit(Hook::AttnOut, l, dattn_out);
     Tensor dz = be.alloc({B, T, H, hd});                     // dz: [B,T,H,hd]
     be.linear_backward(dz, dattn_out, lw.wo);
@@ -169,9 +206,10 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
     through_edit(Hook::AttnV, l, dv);
     Tensor dq = be.alloc({B, H, T, hd});                     // dq: [B,H,T,hd] before RoPE
     Tensor dk = be.alloc({B, Hkv, T, hd});                   // dk: [B,Hkv,T,hd]
-    be.rope_backward(dq, dq_rope, cos, sin);
-    be.rope_backward(dk, dk_rope, cos, sin);
-    if (cfg_.qk_norm) {   // Qwen3: q and k were RMS-normed per head before RoPE
+    const bool sliding = cfg_.is_sliding(l);                 // its probs hold its window: dscores is 0 outside
+    be.rope_backward(dq, dq_rope, sliding ? cos_local : cos, sliding ? sin_local : sin);
+    be.rope_backward(dk, dk_rope, sliding ? cos_local : cos, sliding ? sin_local : sin);
+    if (cfg_.qk_norm) {   // Qwen3, Gemma 3: q and k were RMS-normed per head before RoPE
       offer(Hook::AttnQNorm, l, dq);
       offer(Hook::AttnKNorm, l, dk);
       through_edit(Hook::AttnQNorm, l, dq);

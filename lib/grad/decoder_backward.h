@@ -34,6 +34,9 @@ class SavedActivations : public TraceSink {
 // What the backward reads, as --hooks globs: resid_pre, q/k/v (and before their q/k norms),
 // q_rope/k_rope, probs, resid_mid, gate/up of every layer, the last resid_post, rope.cos/sin.
 std::string backward_hook_globs(const ModelConfig& cfg);
+// Gemma 3's share of it: attn_out and ffn_out (each branch before its post-norm) and the
+// sliding layers' rope.cos_local/sin_local; "" for the other families.
+std::string gemma3_backward_hook_globs(const ModelConfig& cfg);
 
 // Receives each gradient as it is computed (host float32, the hook's shape; valid during the
 // call only). `wants` says which are wanted, so that the others are never copied.

@@ -66,13 +66,6 @@ void write_grads(TraceWriter& w, const GradResult& r, const MetricSpec& metric) 
 
 GradResult run_with_grads(const ModelConfig& cfg, const Weights& weights, Backend& backend, const GradRequest& req) {
   const int L = cfg.num_layers;
-  // The backward (grad/decoder_backward.cpp) is the Llama/Qwen2/Qwen3 forward in reverse; Gemma
-  // 3's scaled embedding, post-branch norms, GeGLU and sliding layers have no backward ops yet.
-  if (cfg.embed_scaled || cfg.post_branch_norms || cfg.gelu_tanh_ffn || cfg.any_sliding() ||
-      cfg.query_pre_attn_scalar != 0)
-    throw std::invalid_argument("gradients: not for " + cfg.architecture +
-                                " yet (Llama, Qwen2 and Qwen3 only: its post-branch norms, GeGLU and "
-                                "sliding layers have no backward ops)");
   // The bf16 forward rounds each matmul's input to bf16, a step the backward does not
   // differentiate; refused before the forward runs.
   if (backend.compute_dtype() != "f32")

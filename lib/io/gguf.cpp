@@ -97,6 +97,11 @@ class Cursor {
     pos_ += sizeof(T);
     return v;
   }
+  const uint8_t* here() const { return base_ + pos_; }
+  void skip(uint64_t n, const std::string& what) {
+    need(n, what);
+    pos_ += n;
+  }
   std::string string(const std::string& what) {
     const uint64_t n = read<uint64_t>(what + " (string length)");
     need(n, what + " (string of " + num(n) + " bytes)");
@@ -144,16 +149,81 @@ GgufValue read_value(Cursor& c, const std::string& path, GgufType t, const std::
         fail_file(path, where + ": array of " + num(n) + " " + gguf_type_name(arr.elem_type) +
                        " values cannot fit in the " + num(c.left()) +
                        " bytes left in the file; is the file truncated?");
-      arr.items.reserve(size_t(n));
-      for (uint64_t i = 0; i < n; ++i)
-        arr.items.push_back(read_value(c, path, arr.elem_type, where + " element " + num(i), depth + 1));
+      arr.count = n;
+      if (arr.elem_type == GgufType::Array) {
+        arr.nested.reserve(size_t(n));
+        for (uint64_t i = 0; i < n; ++i)
+          arr.nested.push_back(read_value(c, path, arr.elem_type, where + " element " + num(i), depth + 1));
+        return {t, std::move(arr)};
+      }
+      // Checked here, read later from the mapping (GgufArray): strings' lengths, bools' 0/1.
+      arr.data = c.here();
+      if (arr.elem_type == GgufType::String) {
+        for (uint64_t i = 0; i < n; ++i)
+          c.skip(c.read<uint64_t>(where + " element " + num(i) + " (string length)"),
+                 where + " element " + num(i) + " (string)");
+      } else if (arr.elem_type == GgufType::Bool) {
+        for (uint64_t i = 0; i < n; ++i) read_value(c, path, arr.elem_type, where + " element " + num(i), depth + 1);
+      } else {
+        c.skip(n * min_value_size(arr.elem_type), where + " (" + num(n) + " " + gguf_type_name(arr.elem_type) + " values)");
+      }
       return {t, std::move(arr)};
     }
   }
   fail_file(path, where + ": unknown value type " + num(uint32_t(t)));
 }
 
+// One element of a checked array at p (in the mapping), decoded; p moves past it.
+GgufValue decode_element(GgufType t, const uint8_t*& p) {
+  auto take = [&p](auto v) {
+    std::memcpy(&v, p, sizeof v);   // little-endian host assumed, as Cursor::read
+    p += sizeof v;
+    return v;
+  };
+  switch (t) {
+    case GgufType::U8: return {t, uint64_t(take(uint8_t()))};
+    case GgufType::I8: return {t, int64_t(take(int8_t()))};
+    case GgufType::U16: return {t, uint64_t(take(uint16_t()))};
+    case GgufType::I16: return {t, int64_t(take(int16_t()))};
+    case GgufType::U32: return {t, uint64_t(take(uint32_t()))};
+    case GgufType::I32: return {t, int64_t(take(int32_t()))};
+    case GgufType::U64: return {t, take(uint64_t())};
+    case GgufType::I64: return {t, take(int64_t())};
+    case GgufType::F32: return {t, double(take(float()))};
+    case GgufType::F64: return {t, take(double())};
+    case GgufType::Bool: return {t, take(uint8_t()) == 1};
+    case GgufType::String: {
+      const uint64_t n = take(uint64_t());
+      std::string s(reinterpret_cast<const char*>(p), size_t(n));
+      p += n;
+      return {t, std::move(s)};
+    }
+    case GgufType::Array: break;
+  }
+  throw std::logic_error("GgufArray: an array of arrays holds its elements");
+}
+
 }  // namespace
+
+GgufValue GgufArray::at(size_t i) const {
+  if (i >= size()) throw std::out_of_range("GgufArray::at(" + num(i) + "): " + num(count) + " elements");
+  if (elem_type == GgufType::Array) return nested[i];
+  const uint8_t* p = data;
+  if (elem_type == GgufType::String)
+    for (size_t k = 0; k < i; ++k) decode_element(elem_type, p);
+  else
+    p += i * min_value_size(elem_type);   // fixed-size elements
+  return decode_element(elem_type, p);
+}
+
+void GgufArray::for_each(const std::function<void(const GgufValue&)>& f) const {
+  if (elem_type == GgufType::Array) {
+    for (const GgufValue& v : nested) f(v);
+    return;
+  }
+  const uint8_t* p = data;
+  for (size_t i = 0; i < size(); ++i) f(decode_element(elem_type, p));
+}
 
 // ---- types ------------------------------------------------------------------------------
 
@@ -226,7 +296,7 @@ std::string GgufValue::describe() const {
   else if (auto* d = std::get_if<double>(&v_)) o << *d;
   else if (auto* b = std::get_if<bool>(&v_)) o << (*b ? "true" : "false");
   else if (auto* s = std::get_if<std::string>(&v_)) o << '"' << (s->size() > 60 ? s->substr(0, 60) + "..." : *s) << '"';
-  else if (auto* a = std::get_if<GgufArray>(&v_)) o << "[" << gguf_type_name(a->elem_type) << " x " << a->items.size() << "]";
+  else if (auto* a = std::get_if<GgufArray>(&v_)) o << "[" << gguf_type_name(a->elem_type) << " x " << a->size() << "]";
   return one_line(o.str());
 }
 
@@ -470,8 +540,8 @@ std::vector<std::string> GgufFile::get_string_array(const std::string& key) cons
   if (v.type() != GgufType::Array || v.as_array().elem_type != GgufType::String)
     wrong_type(path(), key, v, "an array of string");
   std::vector<std::string> out;
-  out.reserve(v.as_array().items.size());
-  for (const auto& e : v.as_array().items) out.push_back(e.as_string());
+  out.reserve(v.as_array().size());
+  v.as_array().for_each([&](const GgufValue& e) { out.push_back(e.as_string()); });
   return out;
 }
 
@@ -479,12 +549,12 @@ std::vector<int64_t> GgufFile::get_int_array(const std::string& key) const {
   const GgufValue& v = value(key);
   if (v.type() != GgufType::Array) wrong_type(path(), key, v, "an array of integers");
   std::vector<int64_t> out;
-  out.reserve(v.as_array().items.size());
-  for (size_t i = 0; i < v.as_array().items.size(); ++i) {
+  out.reserve(v.as_array().size());
+  v.as_array().for_each([&](const GgufValue& e) {
     int64_t x;
-    if (!int_of(v.as_array().items[i], &x)) wrong_type(path(), key, v, "an array of integers below 2^63");
+    if (!int_of(e, &x)) wrong_type(path(), key, v, "an array of integers below 2^63");
     out.push_back(x);
-  }
+  });
   return out;
 }
 
@@ -494,8 +564,8 @@ std::vector<double> GgufFile::get_float_array(const std::string& key) const {
       (v.as_array().elem_type != GgufType::F32 && v.as_array().elem_type != GgufType::F64))
     wrong_type(path(), key, v, "an array of float32 or float64");
   std::vector<double> out;
-  out.reserve(v.as_array().items.size());
-  for (const auto& e : v.as_array().items) out.push_back(e.as_double());
+  out.reserve(v.as_array().size());
+  v.as_array().for_each([&](const GgufValue& e) { out.push_back(e.as_double()); });
   return out;
 }
 

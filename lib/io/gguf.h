@@ -14,6 +14,7 @@
 // Every error is one line that starts with the file's path and names the key or tensor.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
@@ -50,9 +51,21 @@ enum class GgufType : uint32_t {
 const char* gguf_type_name(GgufType t);  // "uint32", "string", "array"...
 
 class GgufValue;
+// An array value. Its elements stay in the file's mapping until read (a 262,144-token
+// vocabulary, its scores and types would be 36 MiB as GgufValues, more than the file's 6 MiB
+// of them): `data` points at the first element, valid while the GgufFile lives; open() has
+// checked every element. Only an array of arrays (no real file has one) holds its elements.
 struct GgufArray {
   GgufType elem_type = GgufType::U8;
-  std::vector<GgufValue> items;
+  uint64_t count = 0;
+  const uint8_t* data = nullptr;    // elements as written in the file (not for an array of arrays)
+  std::vector<GgufValue> nested;    // an array of arrays: its elements, parsed
+
+  size_t size() const { return size_t(count); }
+  // Element i, decoded (in a string array it walks from the start: read those with for_each).
+  GgufValue at(size_t i) const;
+  // f(element) for every element, in order.
+  void for_each(const std::function<void(const GgufValue&)>& f) const;
 };
 
 // One metadata value as it is in the file: the type written there and its payload.

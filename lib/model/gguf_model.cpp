@@ -107,7 +107,7 @@ ModelConfig gguf_model_config(const GgufFile& f) {
   if (f.has(a + "vocab_size")) {
     c.vocab_size = positive(f, a + "vocab_size");
   } else if (f.has("tokenizer.ggml.tokens") && f.value("tokenizer.ggml.tokens").type() == GgufType::Array) {
-    c.vocab_size = int(f.value("tokenizer.ggml.tokens").as_array().items.size());
+    c.vocab_size = int(f.value("tokenizer.ggml.tokens").as_array().size());
   } else if (f.has_tensor("token_embd.weight") && f.tensor_info("token_embd.weight").ne.size() == 2) {
     c.vocab_size = int(f.tensor_info("token_embd.weight").ne[1]);
   } else {

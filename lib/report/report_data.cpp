@@ -227,6 +227,30 @@ json mask_rows(int64_t rows, int64_t cols, Sees sees) {
   return g;
 }
 
+// An additive mask [B,T,S] (0 = may see), each batch row's grid as run lengths.
+json batch_mask_rows(const HookData& d) {
+  json rows = json::array();
+  for (int64_t b = 0; b < d.shape[0]; ++b)
+    rows.push_back(mask_rows(d.shape[1], d.shape[2], [&](int64_t t, int64_t s) { return d.values[size_t(at(d, {b, t, s}))] == 0; }));
+  return rows;
+}
+
+// The window and which layers slide (the trace's config_json: sliding_window, layer_types),
+// for the sliding mask's title; absent when the config does not say.
+void sliding_layers(const Ctx& c, json& out) {
+  if (!c.tr.has_root_attr("config_json")) return;
+  const json cfg = json::parse(c.tr.root_attr_string("config_json"), nullptr, /*allow_exceptions=*/false);
+  if (!cfg.is_object()) return;
+  if (cfg.contains("sliding_window") && cfg["sliding_window"].is_number_integer()) out["window"] = cfg["sliding_window"];
+  if (cfg.contains("layer_types") && cfg["layer_types"].is_array()) {
+    json sliding = json::array(), global = json::array();
+    for (size_t l = 0; l < cfg["layer_types"].size(); ++l)
+      (cfg["layer_types"][l] == "sliding_attention" ? sliding : global).push_back(int(l));
+    out["sliding_layers"] = sliding;
+    out["global_layers"] = global;
+  }
+}
+
 json mask_section(const Ctx& c) {
   if (!c.has(0, "mask.combined") && !c.has(0, "mask.causal") && !c.has(0, "mask.padding"))
     return absent("mask.*", "mask.* hooks");
@@ -242,12 +266,10 @@ json mask_section(const Ctx& c) {
     HookData d = c.tr.read(0, "mask.padding");   // [B,S] 1 = real
     out["padding"] = mask_rows(d.shape[0], d.shape[1], [&](int64_t b, int64_t s) { return d.values[size_t(at(d, {b, s}))] != 0; });
   }
-  if (c.has(0, "mask.combined")) {
-    HookData d = c.tr.read(0, "mask.combined");   // [B,T,S] additive: 0 = may see
-    json rows = json::array();
-    for (int64_t b = 0; b < d.shape[0]; ++b)
-      rows.push_back(mask_rows(d.shape[1], d.shape[2], [&](int64_t t, int64_t s) { return d.values[size_t(at(d, {b, t, s}))] == 0; }));
-    out["combined"] = rows;
+  if (c.has(0, "mask.combined")) out["combined"] = batch_mask_rows(c.tr.read(0, "mask.combined"));
+  if (c.has(0, "mask.sliding")) {   // Gemma 3's sliding layers
+    out["sliding"] = batch_mask_rows(c.tr.read(0, "mask.sliding"));
+    sliding_layers(c, out);
   }
   return out;
 }

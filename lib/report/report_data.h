@@ -41,7 +41,8 @@ constexpr int kLensShown = 3;
 nlohmann::json report_data(const TraceReader& tr, const ReportOptions& opt, const tok::Tokenizer* tokenizer,
                            std::vector<AttentionPart>* attention = nullptr);
 
-// A mask row of the page's data (masks.causal[t], masks.padding[b], masks.combined[b][t]) is
+// A mask row of the page's data (masks.causal[t], masks.padding[b], masks.combined[b][t], Gemma 3's
+// masks.sliding[b][t]) is
 // stored as run lengths, alternately of masked and of seen columns, masked first ([0, 3, 2]:
 // the first 3 columns seen, the next 2 masked), so that a long prompt's masks stay O(T) in
 // the page. This expands one: true = may see.

@@ -90,15 +90,21 @@ std::string attention_svg(const json& data, const TraceReader& tr, int step, int
   return grid_svg(g);
 }
 
-std::string mask_svg(const json& data, int row) {
+std::string mask_svg(const json& data, int row, const std::string& which) {
   check_row(data, row);
   const json& m = data["masks"];
   if (m.contains("absent")) throw std::runtime_error(m["absent"].get<std::string>());
-  if (!m.contains("combined")) throw std::runtime_error("the trace has no mask.combined; trace with --hooks 'mask.*'");
-  const json& grid = m["combined"][size_t(row)];
+  const bool sliding = which == "sliding";
+  if (!m.contains(which))
+    throw std::runtime_error(sliding ? "--mask sliding: the trace has no mask.sliding (only Gemma 3's sliding layers have one; "
+                                       "trace with --hooks 'mask.*')"
+                                     : "the trace has no mask.combined; trace with --hooks 'mask.*'");
+  const json& grid = m[which][size_t(row)];
   const int64_t past = m["past"];
   GridPicture g;
-  g.title = "Attention mask (combined causal + padding), row " + std::to_string(row) + ", prefill";
+  g.title = sliding ? "Sliding-window mask" + (m.contains("window") ? " (window " + m["window"].dump() + ")" : std::string()) +
+                          ", row " + std::to_string(row) + ", prefill"
+                    : "Attention mask (combined causal + padding), row " + std::to_string(row) + ", prefill";
   g.x_label = "key token (column)";
   g.y_label = "query token";
   for (const json& runs : grid) {
@@ -110,7 +116,9 @@ std::string mask_svg(const json& data, int row) {
   for (size_t s = 0; s < g.values.at(0).size(); ++s) g.col_labels.push_back(column_label(data, row, int64_t(s)));
   g.legend = "may attend";
   g.legend_stops = {{0, "masked"}, {0.85, "allowed"}};
-  g.caption = "Blue: the query may read that key. White: masked (a future token, or padding).";
+  g.caption = sliding ? "Blue: a sliding layer's query may read that key. White: masked (a future token, padding, or a key "
+                        "the window has left behind)."
+                      : "Blue: the query may read that key. White: masked (a future token, or padding).";
   return grid_svg(g);
 }
 

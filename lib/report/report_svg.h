@@ -22,7 +22,8 @@ ColumnRange parse_column_range(const std::string& text, const std::string& optio
 std::string attention_svg(const nlohmann::json& data, const TraceReader& tr, int step, int layer, int head, int row,
                           ColumnRange queries = {}, ColumnRange keys = {});
 
-// The combined mask of the prefill step for one row (what may attend to what).
-std::string mask_svg(const nlohmann::json& data, int row);
+// A mask of the prefill step for one row (what may attend to what): "combined" (causal and
+// padding), or "sliding" (Gemma 3's sliding layers: the combined mask cut to the window).
+std::string mask_svg(const nlohmann::json& data, int row, const std::string& which = "combined");
 
 }  // namespace lmscope

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <queue>
 #include <stdexcept>
@@ -66,14 +67,14 @@ struct FragmentTrace {
   }
 
   int id_of(const std::string& piece) const {
-    auto it = v.ids.find(piece);
-    if (it == v.ids.end())
+    const int id = v.id_of(piece);
+    if (id < 0)
       throw std::runtime_error("sentencepiece: the merge trace needs every merged piece to be a token, and '" + piece +
                                "' is not (a character no token spells, merged into a longer token)");
-    return it->second;
+    return id;
   }
   // Symbols the piece stands for in `word.symbols`: 1 for a token, else its bytes.
-  size_t width(const std::string& piece) const { return v.ids.count(piece) ? 1 : piece.size(); }
+  size_t width(const std::string& piece) const { return v.id_of(piece) >= 0 ? 1 : piece.size(); }
 };
 
 // Merges one fragment of escaped text (no control or user-defined token inside) and appends its ids.
@@ -90,10 +91,10 @@ void encode_fragment(const SpmVocab& v, const std::string& text, std::vector<int
   auto piece = [&](const Symbol& s) { return text.substr(s.start, s.n); };
   auto try_pair = [&](int left, int right) {
     if (left < 0 || right < 0) return;
-    const std::string joined = text.substr(symbols[left].start, symbols[left].n + symbols[right].n);
-    auto it = v.ids.find(joined);
-    if (it == v.ids.end()) return;
-    queue.push({left, right, v.scores[it->second], joined.size()});
+    const std::string_view joined = std::string_view(text).substr(symbols[left].start, symbols[left].n + symbols[right].n);
+    const int id = v.id_of(joined);
+    if (id < 0) return;
+    queue.push({left, right, v.scores[size_t(id)], joined.size()});
   };
   for (int i = 1; i < int(symbols.size()); ++i) try_pair(i - 1, i);
 
@@ -104,7 +105,7 @@ void encode_fragment(const SpmVocab& v, const std::string& text, std::vector<int
     for (size_t i = 0; i < symbols.size(); ++i) {
       const std::string p = piece(symbols[i]);
       tr->add(i, int64_t(tr->width(p)));
-      if (auto it = v.ids.find(p); it != v.ids.end()) word->symbols.push_back(it->second);
+      if (const int id = v.id_of(p); id >= 0) word->symbols.push_back(id);
       else
         for (unsigned char c : p) word->symbols.push_back(v.byte_ids[c]);
     }
@@ -136,9 +137,8 @@ void encode_fragment(const SpmVocab& v, const std::string& text, std::vector<int
   const size_t first_id = out.size();
   for (int i = 0; i != -1; i = symbols[i].next) {
     const std::string s = piece(symbols[i]);
-    auto it = v.ids.find(s);
-    if (it != v.ids.end()) {
-      out.push_back(it->second);
+    if (const int id = v.id_of(s); id >= 0) {
+      out.push_back(id);
       continue;
     }
     if (word) word->byte_fallback.push_back(s);
@@ -164,11 +164,13 @@ std::string escape_whitespace(const std::string& s) {
 }
 
 // The byte a "<0xNN>" token stands for (NN two hex digits), -1 for any other text.
-int byte_of(const std::string& p) {
-  if (p.size() != 6 || p.compare(0, 3, "<0x") != 0 || p[5] != '>') return -1;
+int byte_of(std::string_view p) {
+  if (p.size() != 6 || p.substr(0, 3) != "<0x" || p[5] != '>') return -1;
   if (!std::isxdigit(static_cast<unsigned char>(p[3])) || !std::isxdigit(static_cast<unsigned char>(p[4]))) return -1;
-  return std::stoi(p.substr(3, 2), nullptr, 16);
+  return std::stoi(std::string(p.substr(3, 2)), nullptr, 16);
 }
+
+size_t text_hash(std::string_view text) { return std::hash<std::string_view>()(text); }
 
 }  // namespace
 
@@ -187,13 +189,44 @@ std::string byte_token_names(const std::string& bytes) {
   return out;
 }
 
+PieceTable::PieceTable(std::initializer_list<std::string_view> pieces) {
+  for (std::string_view p : pieces) push_back(p);
+}
+
+void PieceTable::push_back(std::string_view piece) {
+  if (bytes_.size() + piece.size() > UINT32_MAX) throw std::length_error("sentencepiece: the vocabulary's text passes 4 GiB");
+  bytes_.insert(bytes_.end(), piece.begin(), piece.end());
+  ends_.push_back(uint32_t(bytes_.size()));
+}
+
+std::string_view PieceTable::at(size_t id) const {
+  if (id >= size()) throw std::out_of_range("sentencepiece: token id " + std::to_string(id) + " is outside the " +
+                                            std::to_string(size()) + " tokens");
+  return (*this)[id];
+}
+
+int SpmVocab::id_of(std::string_view text) const {
+  if (slots.empty()) return -1;
+  const size_t mask = slots.size() - 1;
+  for (size_t at = text_hash(text) & mask;; at = (at + 1) & mask) {   // linear probing; a slot is always free
+    const int32_t id = slots[at];
+    if (id < 0) return -1;
+    if (pieces[size_t(id)] == text) return id;
+  }
+}
+
 void SpmVocab::index() {
-  ids.clear();
-  ids.reserve(pieces.size());
+  size_t capacity = 16;
+  while (capacity < 2 * pieces.size()) capacity *= 2;
+  slots.assign(capacity, -1);
   std::fill(std::begin(byte_ids), std::end(byte_ids), -1);
   whole_tokens.clear();
   for (int i = 0; i < int(pieces.size()); ++i) {
-    ids.emplace(pieces[i], i);   // the first id of a repeated text wins
+    if (id_of(pieces[i]) < 0) {   // the first id of a repeated text wins
+      size_t at = text_hash(pieces[i]) & (capacity - 1);
+      while (slots[at] >= 0) at = (at + 1) & (capacity - 1);
+      slots[at] = i;
+    }
     if (const int b = byte_of(pieces[i]); b >= 0) byte_ids[b] = i;
     // llama.cpp's cache_special_tokens: control, user-defined and unknown tokens are matched whole.
     const bool whole = i < int(types.size()) && (types[i] == kControl || types[i] == kUserDefined || types[i] == kUnknown);
@@ -204,9 +237,9 @@ void SpmVocab::index() {
 }
 
 std::string SpmVocab::token_bytes(int id) const {
-  const std::string& p = pieces.at(size_t(id));
+  const std::string_view p = pieces.at(size_t(id));
   if (const int b = byte_of(p); b >= 0 && byte_ids[b] == id) return std::string(1, char(b));
-  if (is_control(id)) return p;
+  if (is_control(id)) return std::string(p);
   std::string out;   // "▁" (E2 96 81) back to a space
   for (size_t at = 0; at < p.size();) {
     if (p.compare(at, 3, "\xE2\x96\x81") == 0) {
@@ -239,7 +272,11 @@ SpmVocab load_spm_vocab(const GgufFile& f) {
   SpmVocab v;
   if (!f.has("tokenizer.ggml.tokens")) fail_key(f, "tokenizer.ggml.tokens", "is missing: a SentencePiece tokenizer needs its vocabulary");
   if (!f.has("tokenizer.ggml.scores")) fail_key(f, "tokenizer.ggml.scores", "is missing: SentencePiece merges by score");
-  v.pieces = f.get_string_array("tokenizer.ggml.tokens");
+  // Straight from the file's array into the table (no vector of strings on the way).
+  const GgufValue& tokens = f.value("tokenizer.ggml.tokens");
+  if (tokens.type() != GgufType::Array || tokens.as_array().elem_type != GgufType::String)
+    fail_key(f, "tokenizer.ggml.tokens", "must be an array of string");
+  tokens.as_array().for_each([&](const GgufValue& t) { v.pieces.push_back(t.as_string()); });
   if (v.pieces.empty()) fail_key(f, "tokenizer.ggml.tokens", "is empty");
   if (v.pieces.size() > size_t(INT32_MAX / 2))
     fail_key(f, "tokenizer.ggml.tokens", "has too many tokens (" + std::to_string(v.pieces.size()) + ")");
@@ -280,7 +317,7 @@ std::vector<int> spm_encode(const SpmVocab& v, const std::string& text, bool add
   };
   std::vector<Fragment> fragments = {{text, -1}};
   for (int id : v.whole_tokens) {
-    const std::string& t = v.pieces[id];
+    const std::string_view t = v.pieces[size_t(id)];
     std::vector<Fragment> next;
     for (Fragment& fr : fragments) {
       if (fr.id >= 0 || fr.text.find(t) == std::string::npos) {
@@ -305,7 +342,7 @@ std::vector<int> spm_encode(const SpmVocab& v, const std::string& text, bool add
   }
   auto whole = [&](int id, WordTrace::Kind kind) {
     out.push_back(id);
-    if (trace) trace->words.push_back(WordTrace{kind, v.pieces[size_t(id)], {}, {}, {id}, false, {}});
+    if (trace) trace->words.push_back(WordTrace{kind, std::string(v.pieces[size_t(id)]), {}, {}, {id}, false, {}});
   };
   if (add_bos && v.bos >= 0) whole(v.bos, WordTrace::Kind::Post);
   bool after_token = true;   // a space prefix goes at the start and after a token

@@ -8,8 +8,9 @@
 // llm_tokenizer_spm (src/llama-vocab.cpp). Tokenizer::from_gguf wraps it (tokenizer.h).
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 #include <vector>
 
 namespace lmscope {
@@ -19,11 +20,30 @@ struct EncodeTrace;
 
 namespace lmscope::tok {
 
+// Every token's text in one buffer, one after another, and where each ends: Gemma 3's 262,144
+// pieces take 2.7 MiB here, where a std::string each (and a hash map of copies) took 28 MiB.
+class PieceTable {
+ public:
+  PieceTable() = default;
+  PieceTable(std::initializer_list<std::string_view> pieces);   // a hand-made vocabulary
+  void push_back(std::string_view piece);
+  size_t size() const { return ends_.size(); }
+  bool empty() const { return ends_.empty(); }
+  std::string_view operator[](size_t id) const {
+    const uint32_t from = id == 0 ? 0 : ends_[id - 1];
+    return {bytes_.data() + from, size_t(ends_[id] - from)};
+  }
+  std::string_view at(size_t id) const;   // throws std::out_of_range
+
+ private:
+  std::vector<char> bytes_;
+  std::vector<uint32_t> ends_;   // piece i is bytes_[ends_[i - 1], ends_[i])
+};
+
 struct SpmVocab {
-  std::vector<std::string> pieces;   // id -> text ("▁the", "<0x0A>", "<bos>")
+  PieceTable pieces;                 // id -> text ("▁the", "<0x0A>", "<bos>")
   std::vector<float> scores;         // id -> merge priority (higher merges first)
   std::vector<int> types;            // id -> llama.cpp token type (1 normal, 3 control, 4 user-defined, 6 byte)
-  std::unordered_map<std::string, int> ids;   // text -> id
   int byte_ids[256];                 // byte -> the id of "<0xNN>", -1 when absent
   int bos = -1;
   bool add_bos = true;
@@ -32,9 +52,14 @@ struct SpmVocab {
   int eos = -1, unk = -1, pad = -1;  // tokenizer.ggml.{eos,unknown,padding}_token_id; -1: none
   std::string chat_template;         // tokenizer.chat_template; "" when none
 
-  // Builds ids, byte_ids and whole_tokens from pieces and types.
+  // Builds the text -> id index, byte_ids and whole_tokens from pieces and types.
   void index();
+  // The id whose text is `text` (the first, when texts repeat), -1 when no token spells it.
+  int id_of(std::string_view text) const;
   bool is_control(int id) const { return id >= 0 && id < int(types.size()) && types[id] == 3; }
+  // text -> id: open addressing over ids (-1 empty), hashed by the piece's text; half full at most.
+  std::vector<int32_t> slots;
+
   // The bytes a token stands for: "▁" is a space, "<0xNN>" the byte NN, any other token its text.
   std::string token_bytes(int id) const;
 };

@@ -146,7 +146,7 @@ Tokenizer Tokenizer::from_sentencepiece(SpmVocab vocab, const std::string& label
   t.eos_id_ = vocab.eos;
   t.pad_id_ = vocab.pad;
   for (int id = 0; id < t.vocab_size_; ++id)
-    if (vocab.is_control(id)) t.special_contents_.insert(vocab.pieces[size_t(id)]);
+    if (vocab.is_control(id)) t.special_contents_.insert(std::string(vocab.pieces[size_t(id)]));
   t.chat_template_ = vocab.chat_template;
   t.spm_ = std::make_shared<const SpmVocab>(std::move(vocab));
   return t;
@@ -232,16 +232,16 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
   if (spm_) {
-    auto it = spm_->ids.find(std::string(token));
-    if (it == spm_->ids.end()) return std::nullopt;
-    return it->second;
+    const int id = spm_->id_of(token);
+    if (id < 0) return std::nullopt;
+    return id;
   }
   if (const AddedToken* a = added_.by_content(token)) return a->id;
   return bpe_.token_to_id(token);
 }
 
-const std::string& Tokenizer::token_text(int32_t id) const {
-  if (spm_ && id >= 0 && id < vocab_size_) return spm_->pieces[size_t(id)];
+std::string Tokenizer::token_text(int32_t id) const {
+  if (spm_ && id >= 0 && id < vocab_size_) return std::string(spm_->pieces[size_t(id)]);
   if (const AddedToken* a = added_.by_id(id)) return a->text;
   if (const std::string* s = bpe_.id_to_token(id)) return *s;
   throw std::out_of_range("token id " + std::to_string(id) + " is not in the vocabulary (ids 0.." +
@@ -281,14 +281,17 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
       if (!(skip_special && is_special(id))) bytes += token_bytes(id);
     return utf8::lossy(bytes);
   }
-  std::vector<const std::string*> tokens;
-  tokens.reserve(ids.size());
+  std::vector<std::string> texts;   // token_text gives a copy: kept here for the pointers below
+  texts.reserve(ids.size());
   for (int32_t id : ids) {
-    const std::string& s = token_text(id);
+    std::string s = token_text(id);
     // HF checks the token's text against the special added tokens.
     if (skip_special && special_contents_.count(s)) continue;
-    tokens.push_back(&s);
+    texts.push_back(std::move(s));
   }
+  std::vector<const std::string*> tokens;
+  tokens.reserve(texts.size());
+  for (const std::string& s : texts) tokens.push_back(&s);
   return decoder_.decode(tokens);
 }
 

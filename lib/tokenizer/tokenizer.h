@@ -73,7 +73,7 @@ class Tokenizer {
   int32_t vocab_size() const { return vocab_size_; }
   std::optional<int32_t> token_to_id(std::string_view token) const;
   // The vocabulary string of an id ("Ġworld", "<|im_end|>"); throws for an unknown id.
-  const std::string& token_text(int32_t id) const;
+  std::string token_text(int32_t id) const;
   // The bytes the id stands for (" world"), and those bytes shown readably (utf8::readable).
   std::string token_bytes(int32_t id) const;
   std::string token_display(int32_t id) const;

@@ -13,6 +13,12 @@ attention output splits further into its heads: head h's result is z_h @ W_O[:, 
 hook_result), computed here from the cache's `attn.z` and o_proj's weight, only when asked
 (heads=True); an o_proj bias, where a model has one, is then its own component.
 
+Gemma 3 RMS-norms each branch before it joins the stream, so its components are the normed
+branches, `layers.L.attn_post_norm` and `layers.L.ffn_post_norm` (the embedding is the scaled
+one, `embed`). A head's share goes through its layer's post-norm with that norm's scale
+1/rms(attn_out) frozen at the run's value, as the final norm's is: head h's component is
+result_h / rms(attn_out) * w_post, and the heads sum to attn_post_norm.
+
     logits, cache = m.run_with_cache(prompt, names=lmscope.attribution_hooks(m, heads=True))
     attr = m.logit_attribution(cache, (" Paris", " Rome"), heads=True)
     attr["L23H3"], attr.heads()          # one head's share; all of them as [L, H]
@@ -31,7 +37,8 @@ Answer = Union[int, str, Tuple, np.ndarray]
 @dataclass
 class Decomposition:
     """The final residual stream at one position, split into components that sum to it."""
-    labels: List[str]          # "embed", "layers.L.attn_out" (or "LlHh" per head, "layers.L.attn.o_bias"), "layers.L.ffn_out"
+    labels: List[str]          # "embed", "layers.L.attn_out" (or "LlHh" per head, "layers.L.attn.o_bias"), "layers.L.ffn_out";
+                               # Gemma 3: "layers.L.attn_post_norm", "layers.L.ffn_post_norm"
     stack: np.ndarray          # [C, D] float64: each component's vector at the position
     resid: np.ndarray          # [D] float64: layers.{N-1}.resid_post at the position, what they sum to
     row: int
@@ -70,7 +77,15 @@ def attribution_hooks(model, heads: bool = False) -> List[str]:
     too (attn_out stays, so the same cache serves heads=False)."""
     last = model.info["num_layers"] - 1
     names = ["embed", "layers.*.attn_out", "layers.*.ffn_out", "layers.%d.resid_post" % last]
+    if _post_branch_norms(model):                 # Gemma 3: the normed branches join the stream
+        names += ["layers.*.attn_post_norm", "layers.*.ffn_post_norm"]
     return names + (["layers.*.attn.z"] if heads else [])
+
+
+def _post_branch_norms(model) -> bool:
+    """Gemma 3: each branch is RMS-normed (post_attention_layernorm, post_feedforward_layernorm)
+    before the residual add. HF's post_feedforward_layernorm is in no other family lmscope runs."""
+    return "model.layers.0.post_feedforward_layernorm.weight" in model.weight_names()
 
 
 def head_results(model, cache, layer: int) -> np.ndarray:
@@ -100,11 +115,15 @@ def _decompose(model, cache, pos: int, row: int, heads: bool, where: str) -> Dec
     row, pos = _position(cache, resid.shape, row, pos, where)
     at = lambda name: _hook(cache, name, where)[row, pos].astype(np.float64)    # [D]
     names = set(model.weight_names()) if heads else set()
+    post = _post_branch_norms(model)
+    attn_site, ffn_site = ("attn_post_norm", "ffn_post_norm") if post else ("attn_out", "ffn_out")
     labels, parts = ["embed"], [at("embed")]
     for layer in range(L):
         if heads:
             z = _hook(cache, "layers.%d.attn.z" % layer, where)[row, pos].astype(np.float64)   # [H, hd]
             per_head = _through_o_proj(model, layer, z)                         # [H, D] float64
+            if post:                                                            # through the frozen post-norm
+                per_head = per_head * _post_norm_read(model, layer, at("layers.%d.attn_out" % layer))
             labels += ["L%dH%d" % (layer, h) for h in range(len(per_head))]
             parts += list(per_head)
             bias = "model.layers.%d.self_attn.o_proj.bias" % layer
@@ -112,11 +131,19 @@ def _decompose(model, cache, pos: int, row: int, heads: bool, where: str) -> Dec
                 labels.append("layers.%d.attn.o_bias" % layer)
                 parts.append(model.weight(bias).astype(np.float64))             # [D]
         else:
-            labels.append("layers.%d.attn_out" % layer)
-            parts.append(at("layers.%d.attn_out" % layer))
-        labels.append("layers.%d.ffn_out" % layer)
-        parts.append(at("layers.%d.ffn_out" % layer))
+            labels.append("layers.%d.%s" % (layer, attn_site))
+            parts.append(at("layers.%d.%s" % (layer, attn_site)))
+        labels.append("layers.%d.%s" % (layer, ffn_site))
+        parts.append(at("layers.%d.%s" % (layer, ffn_site)))
     return Decomposition(labels, np.stack(parts), resid[row, pos].astype(np.float64), row, pos)
+
+
+def _post_norm_read(model, layer: int, attn_out: np.ndarray) -> np.ndarray:
+    """[D]: Gemma 3's attention post-norm as a linear map with its scale frozen, w_post / rms(attn_out)
+    (w_post the multiplier 1 + w as lmscope holds it), so that the heads sum to attn_post_norm."""
+    eps = float(model.cfg.get("rms_norm_eps", 1e-6))
+    w = model.weight("model.layers.%d.post_attention_layernorm.weight" % layer).astype(np.float64)   # [D]
+    return w / np.sqrt(np.mean(attn_out ** 2) + eps)
 
 
 def logit_attribution(model, cache, answer: Answer, pos: int = -1, row: int = 0,
@@ -186,7 +213,7 @@ def _direction(model, answer: Answer) -> np.ndarray:
 def _token(model, t) -> int:
     V = model.info["vocab_size"]
     if isinstance(t, str):
-        ids = model.tokenize(t).ids
+        ids = list(model._engine.encode(t, False)[0])     # no BOS (Gemma's tokenizer adds one)
         if len(ids) != 1:
             raise ValueError("logit_attribution: %r is %d tokens %s, not one" % (t, len(ids), ids))
         return ids[0]

@@ -62,18 +62,24 @@ TEST(CudaBackward, RmsNormBackward) {
   }
 }
 
-TEST(CudaBackward, SwigluBackward) {
+TEST(CudaBackward, SwigluAndGegluBackward) {
   LMSCOPE_CUDA_OR_SKIP(gpu, "f32");
   CpuBackend cpu;
-  for (int64_t n : {1, 255, 257, 3 * 1536 + 7}) {
-    Tensor dact = randn({n}, 57), gate = randn({n}, 58, 3.0f), up = randn({n}, 59);
-    Tensor rg = cpu.alloc({n}), ru = cpu.alloc({n});
-    cpu.swiglu_backward(rg, ru, dact, gate, up);
-    Tensor dg = gpu->alloc({n}), du = gpu->alloc({n});
-    gpu->swiglu_backward(dg, du, gpu->upload(dact), gpu->upload(gate), gpu->upload(up));
-    EXPECT_TRUE(close(host(*gpu, dg), rg, 0, same_math_rtol(1e-6))) << "dgate n=" << n;
-    EXPECT_TRUE(close(host(*gpu, du), ru, 0, same_math_rtol(1e-6))) << "dup n=" << n;
-  }
+  for (bool gelu : {false, true})
+    for (int64_t n : {1, 255, 257, 3 * 1536 + 7}) {
+      Tensor dact = randn({n}, 57), gate = randn({n}, 58, 3.0f), up = randn({n}, 59);
+      Tensor rg = cpu.alloc({n}), ru = cpu.alloc({n});
+      Tensor dg = gpu->alloc({n}), du = gpu->alloc({n});
+      if (gelu) {
+        cpu.geglu_tanh_backward(rg, ru, dact, gate, up);
+        gpu->geglu_tanh_backward(dg, du, gpu->upload(dact), gpu->upload(gate), gpu->upload(up));
+      } else {
+        cpu.swiglu_backward(rg, ru, dact, gate, up);
+        gpu->swiglu_backward(dg, du, gpu->upload(dact), gpu->upload(gate), gpu->upload(up));
+      }
+      EXPECT_TRUE(close(host(*gpu, dg), rg, 0, same_math_rtol(1e-6))) << "dgate n=" << n << " gelu " << gelu;
+      EXPECT_TRUE(close(host(*gpu, du), ru, 0, same_math_rtol(1e-6))) << "dup n=" << n << " gelu " << gelu;
+    }
 }
 
 TEST(CudaBackward, RopeBackwardAndMergeHeads) {

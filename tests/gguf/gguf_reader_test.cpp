@@ -102,10 +102,10 @@ TEST(GgufReader, EveryValueTypeAndNestedArrays) {
   EXPECT_EQ(f.get_float("k.f64"), 0.1);
   const GgufArray& outer = f.value("k.nested").as_array();
   EXPECT_EQ(outer.elem_type, GgufType::Array);
-  ASSERT_EQ(outer.items.size(), 2u);
-  EXPECT_EQ(outer.items[0].as_array().elem_type, GgufType::U16);
-  EXPECT_EQ(outer.items[0].as_array().items[2].as_uint(), 3u);
-  EXPECT_TRUE(outer.items[1].as_array().items.empty());
+  ASSERT_EQ(outer.size(), 2u);
+  EXPECT_EQ(outer.at(0).as_array().elem_type, GgufType::U16);
+  EXPECT_EQ(outer.at(0).as_array().at(2).as_uint(), 3u);
+  EXPECT_EQ(outer.at(1).as_array().size(), 0u);
   EXPECT_EQ(f.get_int_array("k.i32s"), (std::vector<int64_t>{3, -1, 7}));
   EXPECT_EQ(f.get_float_array("k.f32s"), (std::vector<double>{0.5, -2.0}));
   EXPECT_EQ(f.value("k.nested").describe(), "[array x 2]");

@@ -133,15 +133,6 @@ TEST(GradRun, RefusesBadInputInOneLine) {
   EXPECT_NE(msg_of(bad_hooks).find("layers.0.nope"), std::string::npos);
 }
 
-// Gemma 3's forward has ops the backward does not differentiate: refused, not a wrong gradient.
-TEST(GradRun, RefusesGemma3InOneLine) {
-  LoadedModel m = load_model(std::string(LMSCOPE_SOURCE_DIR) + "/golden/models/tiny-gemma3");
-  auto be = make_backend("cpu");
-  EXPECT_EQ(invalid_argument_of([&] { run_with_grads(m.cfg, m.weights, *be, request("logprob:pos=-1:5")); }),
-            "gradients: not for Gemma3ForCausalLM yet (Llama, Qwen2 and Qwen3 only: its post-branch norms, "
-            "GeGLU and sliding layers have no backward ops)");
-}
-
 // A backend without backward ops (any but the CPU's and CUDA's: here a wrapper, which does not
 // forward them) refuses in one line, after a forward that runs as always.
 TEST(GradRun, OtherBackendsRefuseInOneLine) {

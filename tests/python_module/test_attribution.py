@@ -75,6 +75,27 @@ def test_smollm2_matches_transformer_lens(smollm2):
     assert abs(attr.total - 2.86) < 0.005
 
 
+def test_tiny_gemma3_matches_torch():
+    """Gemma 3's components are the post-normed branches (attn_post_norm, ffn_post_norm) and a
+    head's share goes through its layer's frozen post-norm: held to the same decomposition made
+    from HF's own modules in float64 (golden/attribution/tiny-gemma3.json; TransformerLens 4.3
+    has none through the post-norms), with the logits' tolerance as above."""
+    ref = reference("tiny-gemma3")
+    m = lmscope.Model(os.path.join(ROOT, ref["model"]))
+    a, b = ref["answer"]
+    _, cache = m.run_with_cache(ref["ids"], names=lmscope.attribution_hooks(m, heads=True))
+    L = m.info["num_layers"]
+    attr = m.logit_attribution(cache, (a, b))
+    assert attr.labels == ["embed"] + ["layers.%d.%s" % (l, k) for l in range(L) for k in ("attn_post_norm", "ffn_post_norm")]
+    within_logits_tolerance(attr.values, list(ref["components"].values()))
+    within_logits_tolerance([attr.total], [ref["logit_diff"]], scale=ref["logit_scale"])
+    heads = m.logit_attribution(cache, (a, b), heads=True)
+    assert heads.heads().shape == (L, m.info["num_heads"])
+    within_logits_tolerance(heads.heads(), np.array(ref["heads"]))
+    # A layer's heads through its frozen post-norm add up to its attention component.
+    within_logits_tolerance(heads.heads().sum(1), attr.values[1::2])
+
+
 @pytest.mark.parametrize("heads", [False, True])
 def test_components_sum_to_the_logit_difference(tiny, heads):
     """The components add up to the logit difference up to float32 rounding: the engine adds

@@ -42,3 +42,19 @@ def test_gemma_chat_format_is_hfs(gemma3):
     # tokenize(text) adds BOS as HF's tokenizer(text) does: a second one after the template's
     # (apply_chat_template(tokenize=True), the golden's ids, adds none).
     assert gemma3.tokenize(text).ids == [2] + case["ids"]
+
+
+def test_logit_attribution_of_text_answers(gemma3):
+    """An answer given as text is its one token, without the BOS the tokenizer puts before a
+    prompt; the components (the embedding and each layer's post-normed branches) add up to the
+    logit difference the engine computed (the logits' tolerance of docs/tolerances.md)."""
+    import lmscope
+    import numpy as np
+    logits, cache = gemma3.run_with_cache("The capital of France is", names=lmscope.attribution_hooks(gemma3))
+    paris, london = (gemma3.tokenize(t).ids[-1] for t in (" Paris", " London"))
+    attr = gemma3.logit_attribution(cache, (" Paris", " London"))
+    assert attr.labels[1:3] == ["layers.0.attn_post_norm", "layers.0.ffn_post_norm"]
+    np.testing.assert_array_equal(attr.values, gemma3.logit_attribution(cache, (paris, london)).values)
+    diff = float(logits[0, -1, paris]) - float(logits[0, -1, london])
+    assert abs(attr.total - diff) <= 1e-5 + 2e-4 * float(np.max(np.abs(logits[0, -1])))
+    assert abs(attr.values.sum() - attr.total) <= 1e-4 * abs(attr.total)

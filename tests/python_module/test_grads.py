@@ -47,6 +47,15 @@ def test_tiny_gradients_match_torch_autograd():
     assert set(grads) <= set(cache)                         # a gradient is of an activation asked for
 
 
+def test_tiny_gemma3_gradients_match_torch_autograd():
+    """Gemma 3: the post-branch norms, GeGLU, q/k norms and the sliding window (4, passed by
+    every prompt of the left-padded batch) in the backward, held to HF's Gemma3ForCausalLM."""
+    m = lmscope.Model(os.path.join(ROOT, "golden", "models", "tiny-gemma3"))
+    _, _, grads, checked = check_against_torch(m, "tiny-gemma3-batch-loss")
+    assert checked == 69                                    # every hook of golden/grad's case
+    assert "layers.1.attn_post_norm" in grads and "layers.2.ffn_post_norm" in grads
+
+
 def test_transformer_lens_names_and_layouts(tiny):
     _, cache, grads = tiny.run_with_grads(TINY_IDS, "logprob:pos=-1:16", names=["blocks.1.attn.hook_q", ("resid_pre", 1)])
     assert sorted(grads) == ["layers.1.attn.q", "layers.1.resid_pre"]

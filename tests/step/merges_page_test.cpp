@@ -19,7 +19,7 @@ TEST(MergesPage, SentencePieceShowsScoresAndByteFallback) {
   v.index();
   EncodeTrace tr;
   ASSERT_EQ(tok::spm_encode(v, "abc\xC3\xA9", true, &tr), (std::vector<int>{0, 8, 1, 2}));
-  const std::string page = render_merges_page(tr, [&](int32_t id) { return v.pieces.at(size_t(id)); });
+  const std::string page = render_merges_page(tr, [&](int32_t id) { return std::string(v.pieces.at(size_t(id))); });
   EXPECT_NE(page.find("merge score -2     [b] + [c] -> [bc]"), std::string::npos) << page;
   EXPECT_NE(page.find("merge score -3     [a] + [bc] -> [abc]"), std::string::npos) << page;
   EXPECT_NE(page.find("byte fallback: \"\xC3\xA9\" is no token"), std::string::npos) << page;

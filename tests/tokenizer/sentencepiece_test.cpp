@@ -80,7 +80,9 @@ TEST(SentencePiece, ByteFallback) {
   ASSERT_EQ(tr.words[0].merges.size(), 1u);
   EXPECT_EQ(tr.words[0].merges[0].position, 3);
   SpmVocab no_bytes = tiny_vocab(false);
-  no_bytes.pieces[4] = "<0xZZ>";
+  PieceTable pieces;   // the same, with "<0xA9>" spelled wrong
+  for (size_t id = 0; id < no_bytes.pieces.size(); ++id) pieces.push_back(id == 4 ? "<0xZZ>" : no_bytes.pieces[id]);
+  no_bytes.pieces = pieces;
   no_bytes.index();
   EXPECT_THROW(spm_encode(no_bytes, "\xC3\xA9", false), std::runtime_error);
 }

@@ -54,6 +54,7 @@ class CpuBackend final : public Backend {
   void linear_backward(Tensor& dx, const Tensor& dy, const Tensor& W) override;
   void rmsnorm_backward(Tensor& dx, const Tensor& dy, const Tensor& x, const Tensor& weight, float eps) override;
   void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dact, const Tensor& gate, const Tensor& up) override;
+  void geglu_tanh_backward(Tensor& dgate, Tensor& dup, const Tensor& dact, const Tensor& gate, const Tensor& up) override;
   void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& cos, const Tensor& sin) override;
   void merge_heads(Tensor& out, const Tensor& x) override;
   void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dscores, Tensor& dprobs, const Tensor& dz,

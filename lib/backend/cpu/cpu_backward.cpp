@@ -110,6 +110,21 @@ void CpuBackend::swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dact,
   for (int64_t i = 0; i < n; ++i) lmscope::swiglu_backward(d[i], g[i], u[i], &dg[i], &du[i]);
 }
 
+// Gemma 3's GeGLU: act = gelu_tanh(g) * u (kernels/backward_math.cuh has its derivative)
+void CpuBackend::geglu_tanh_backward(Tensor& dgate, Tensor& dup, const Tensor& dact, const Tensor& gate,
+                                     const Tensor& up) {
+  const int64_t n = gate.numel();
+  require(up.numel() == n && dact.numel() == n && dgate.numel() == n && dup.numel() == n,
+          "geglu_tanh_backward: shapes");
+  const float* g = gate.f32();
+  const float* u = up.f32();
+  const float* d = dact.f32();
+  float* dg = dgate.f32();
+  float* du = dup.f32();
+#pragma omp parallel for
+  for (int64_t i = 0; i < n; ++i) lmscope::geglu_tanh_backward(d[i], g[i], u[i], &dg[i], &du[i]);
+}
+
 // Forward, per row with h = hd/2: y1 = x1 c1 - x2 s1, y2 = x2 c2 + x1 s2 (rotate_half). Its
 // transpose: dx1 = dy1 c1 + dy2 s2, dx2 = dy2 c2 - dy1 s1 (a rotation by -theta).
 void CpuBackend::rope_backward(Tensor& dx, const Tensor& dy, const Tensor& cos, const Tensor& sin) {

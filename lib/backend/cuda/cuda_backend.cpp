@@ -454,6 +454,11 @@ class CudaBackend final : public Backend {
     forget_rounded();
     cuda::swiglu_backward(backward_context(), dgate, dup, dact, gate, up);
   }
+  void geglu_tanh_backward(Tensor& dgate, Tensor& dup, const Tensor& dact, const Tensor& gate,
+                           const Tensor& up) override {
+    forget_rounded();
+    cuda::geglu_tanh_backward(backward_context(), dgate, dup, dact, gate, up);
+  }
   void rope_backward(Tensor& dx, const Tensor& dy, const Tensor& cos, const Tensor& sin) override {
     forget_rounded();
     cuda::rope_backward(backward_context(), dx, dy, cos, sin);

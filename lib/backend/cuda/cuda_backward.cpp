@@ -66,6 +66,14 @@ void swiglu_backward(const BackwardContext& c, Tensor& dgate, Tensor& dup, const
   cuda::swiglu_backward(f(dgate), f(dup), f(dact), f(gate), f(up), n, c.st);
 }
 
+void geglu_tanh_backward(const BackwardContext& c, Tensor& dgate, Tensor& dup, const Tensor& dact, const Tensor& gate,
+                         const Tensor& up) {
+  const int64_t n = gate.numel();
+  require(up.numel() == n && dact.numel() == n && dgate.numel() == n && dup.numel() == n,
+          "geglu_tanh_backward: shapes");
+  cuda::geglu_tanh_backward(f(dgate), f(dup), f(dact), f(gate), f(up), n, c.st);
+}
+
 void rope_backward(const BackwardContext& c, Tensor& dx, const Tensor& dy, const Tensor& cos, const Tensor& sin) {
   const int64_t B = dy.dim(0), Hx = dy.dim(1), T = dy.dim(2), hd = dy.dim(3);
   require(dx.numel() == dy.numel() && cos.numel() == B * T * hd && sin.numel() == B * T * hd, "rope_backward: shapes");

@@ -27,6 +27,9 @@ void rmsnorm_backward(const BackwardContext& c, Tensor& dx, const Tensor& dy, co
 // all [N,F]
 void swiglu_backward(const BackwardContext& c, Tensor& dgate, Tensor& dup, const Tensor& dact, const Tensor& gate,
                      const Tensor& up);
+// all [N,F]
+void geglu_tanh_backward(const BackwardContext& c, Tensor& dgate, Tensor& dup, const Tensor& dact, const Tensor& gate,
+                         const Tensor& up);
 // dx, dy [B,Hx,T,hd], cos, sin [B,T,hd]
 void rope_backward(const BackwardContext& c, Tensor& dx, const Tensor& dy, const Tensor& cos, const Tensor& sin);
 // out [B,T,Hx*hd], x [B,Hx,T,hd]
