@@ -24,10 +24,11 @@
 //   OMP_NUM_THREADS=1 lmscope-bench --model models/SmolLM2-135M-Instruct.Q4_1.gguf --kernels --repeats 50
 //
 // --q8-prefill ROWS (a .gguf file): instead of generating, times a prefill of ROWS rows through
-// every layer's Q8_0/Q4_1/Q5_0 matrices (not the head: prefill runs it on one row) three ways:
-// the q8 one-row kernel's tiles, the q8 GEMM (lib/backend/cpu/q8_gemm.h: the same bits) and
-// exact mode's dequantized panels with sgemm; the process's CPU seconds as well as wall time, so
-// that a shared machine's waits do not count, medians of --repeats interleaved passes.
+// every layer's block matrices (not the head: prefill runs it on one row), per q8 kernel family
+// (Q8_0/Q4_1/Q5_0; the K-quants) three ways: the q8 one-row kernel's tiles, the q8 GEMM
+// (lib/backend/cpu/q8_gemm.h, q8k_gemm.h: the same bits) and exact mode's dequantized panels with
+// sgemm; the process's CPU seconds as well as wall time, so that a shared machine's waits do not
+// count, medians of --repeats interleaved passes.
 //   OMP_NUM_THREADS=1 lmscope-bench --model models/Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf --q8-prefill 512 --repeats 3
 #include <CLI/CLI.hpp>
 #include <cblas.h>   // openblas_get_corename: the kernel table OpenBLAS chose (OPENBLAS_CORETYPE, else by CPUID)
@@ -280,8 +281,10 @@ nlohmann::json kernels_bench(const std::string& path, int repeats) {
   return report;
 }
 
-// --q8-prefill: `rows` rows through every layer's Q8_0/Q4_1/Q5_0 matrices, one-row tiles, GEMM
-// and float32 panels, `repeats` interleaved passes each.
+// --q8-prefill: `rows` rows through every layer's block matrices of each q8 kernel family, three
+// ways each, `repeats` interleaved passes: Q8_0/Q4_1/Q5_0 (q8_matmul.h) one-row tiles and GEMM
+// (q8_gemm.h), the K-quants (q8k_matmul.h) one-row tiles and GEMM (q8k_gemm.h), and exact
+// mode's float32 panels over the same matrices.
 nlohmann::json q8_prefill_bench(const std::string& path, int64_t rows, int repeats) {
   using clock = std::chrono::steady_clock;
   auto cpu_seconds = [] {
@@ -290,53 +293,82 @@ nlohmann::json q8_prefill_bench(const std::string& path, int64_t rows, int repea
     return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
   };
   LoadedModel m = load_model(path);
-  std::vector<const QuantBlocks*> mats;
+  struct Family {
+    std::string name;   // "q8" or "q8k"
+    std::vector<const QuantBlocks*> mats;
+    int64_t widest = 0, most = 0;
+    double macs = 0;
+  };
+  Family q8, q8k;
+  q8.name = "q8", q8k.name = "q8k";
   for (const LayerWeights& l : m.weights.layers)
-    for (const Tensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-      if (t->defined() && t->blocks() && cpu::q8_matmul_supports(t->blocks()->type)) mats.push_back(t->blocks().get());
-  if (mats.empty()) throw std::runtime_error("--q8-prefill: " + path + " has no Q8_0/Q4_1/Q5_0 layer matrix");
+    for (const Tensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      if (!t->defined() || !t->blocks()) continue;
+      const QuantBlocks* q = t->blocks().get();
+      if (cpu::q8_matmul_supports(q->type)) q8.mats.push_back(q);
+      if (is_k_quant(q->type)) q8k.mats.push_back(q);
+    }
+  if (q8.mats.empty() && q8k.mats.empty())
+    throw std::runtime_error("--q8-prefill: " + path + " has no Q8_0/Q4_1/Q5_0 or K-quant layer matrix");
   const cpu::Q8MatmulBuild& build = cpu::chosen_kernels().q8_matmul.build;
-  const cpu::Q8Outputs gemm = build.gemm, tiles = build.outputs;
-  if (!gemm) throw std::runtime_error("--q8-prefill: the portable q8 kernel has no GEMM (LMSCOPE_CPU_KERNEL)");
+  const cpu::Q8KMatmulBuild& kbuild = cpu::chosen_kernels().q8k_matmul.build;
+  if (!build.gemm || !kbuild.gemm)
+    throw std::runtime_error("--q8-prefill: the portable q8 kernels have no GEMM (LMSCOPE_CPU_KERNEL)");
   int64_t widest = 0, most = 0;
-  double macs = 0;
-  for (const QuantBlocks* q : mats) {
-    widest = std::max(widest, q->cols), most = std::max(most, q->rows);
-    macs += double(rows) * double(q->rows) * double(q->cols);
-  }
+  for (Family* f : {&q8, &q8k})
+    for (const QuantBlocks* q : f->mats) {
+      widest = std::max(widest, q->cols), most = std::max(most, q->rows);
+      f->macs += double(rows) * double(q->rows) * double(q->cols);
+    }
   std::vector<float> x(size_t(rows * widest)), out(size_t(rows * most));
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
   for (float& v : x) v = normal(rng);
-  cpu::Q8Rows q8;
-  const std::vector<std::string> ways = {"q8-tiles", "q8-gemm", "f32-panels"};
-  std::map<std::string, std::vector<double>> wall, cpu;
-  for (int r = 0; r <= repeats; ++r) {   // pass 0 warms up
-    for (const std::string& way : ways) {
-      const auto t0 = clock::now();
-      const double c0 = cpu_seconds();
-      for (const QuantBlocks* q : mats) {
-        if (way == "f32-panels") {
-          cpu::block_prefill_matmul(out.data(), x.data(), *q, nullptr, rows);
-          continue;
-        }
-        cpu::quantize_rows_q8(x.data(), rows, q->cols, q8);   // part of either q8 way's cost
-        const cpu::Q8Outputs run = way == "q8-gemm" ? gemm : tiles;
-        cpu::over_outputs(q->rows, [&](int64_t o0, int64_t o1) { run(out.data(), q8, *q, nullptr, o0, o1); });
-      }
-      if (r > 0) {
-        wall[way].push_back(std::chrono::duration<double>(clock::now() - t0).count());
-        cpu[way].push_back(cpu_seconds() - c0);
+  cpu::Q8Rows q8rows;
+  cpu::Q8KRows q8krows;
+  // One way over one family's matrices; the rows' quantization is part of either q8 way's cost.
+  auto pass = [&](const Family& f, const std::string& way) {
+    for (const QuantBlocks* q : f.mats) {
+      if (way == "f32-panels") {
+        cpu::block_prefill_matmul(out.data(), x.data(), *q, nullptr, rows);
+      } else if (f.name == "q8") {
+        cpu::quantize_rows_q8(x.data(), rows, q->cols, q8rows);
+        const cpu::Q8Outputs run = way == "q8-gemm" ? build.gemm : build.outputs;
+        cpu::over_outputs(q->rows, [&](int64_t o0, int64_t o1) { run(out.data(), q8rows, *q, nullptr, o0, o1); });
+      } else {
+        cpu::quantize_rows_q8k(x.data(), rows, q->cols, q8krows);
+        const cpu::Q8KOutputs run = way == "q8-gemm" ? kbuild.gemm : kbuild.outputs;
+        cpu::over_outputs(q->rows, [&](int64_t o0, int64_t o1) { run(out.data(), q8krows, *q, nullptr, o0, o1); });
       }
     }
-  }
-  std::printf("%zu Q8_0/Q4_1/Q5_0 layer matrices, %lld rows, %.2f G multiply-adds per pass; q8 kernel %s\n", mats.size(),
-              (long long)rows, macs / 1e9, cpu::q8_matmul_kernel());
-  nlohmann::json report = {{"model", path}, {"rows", rows}, {"matrices", mats.size()}, {"macs", macs}};
-  for (const std::string& way : ways) {
-    const double w = median(wall[way]), c = median(cpu[way]);
-    std::printf("%-10s %8.3f s wall %8.3f s cpu  %6.1f GMAC/s per cpu second\n", way.c_str(), w, c, macs / c / 1e9);
-    report[way] = {{"wall_seconds", w}, {"cpu_seconds", c}, {"wall_runs", wall[way]}, {"cpu_runs", cpu[way]}};
+  };
+  const std::vector<std::string> ways = {"q8-tiles", "q8-gemm", "f32-panels"};
+  nlohmann::json report = {{"model", path}, {"rows", rows}};
+  for (const Family* f : {&q8, &q8k}) {
+    if (f->mats.empty()) continue;
+    std::map<std::string, std::vector<double>> wall, cpu;
+    for (int r = 0; r <= repeats; ++r)   // pass 0 warms up
+      for (const std::string& way : ways) {
+        const auto t0 = clock::now();
+        const double c0 = cpu_seconds();
+        pass(*f, way);
+        if (r > 0) {
+          wall[way].push_back(std::chrono::duration<double>(clock::now() - t0).count());
+          cpu[way].push_back(cpu_seconds() - c0);
+        }
+      }
+    const bool k = f->name == "q8k";
+    std::printf("%zu %s layer matrices, %lld rows, %.2f G multiply-adds per pass; %s kernel %s\n", f->mats.size(),
+                k ? "K-quant" : "Q8_0/Q4_1/Q5_0", (long long)rows, f->macs / 1e9, k ? "q8k_matmul" : "q8_matmul",
+                k ? cpu::q8k_matmul_kernel() : cpu::q8_matmul_kernel());
+    nlohmann::json family = {{"matrices", f->mats.size()}, {"macs", f->macs}};
+    for (const std::string& way : ways) {
+      const double w = median(wall[way]), c = median(cpu[way]);
+      std::printf("  %-10s %8.3f s wall %8.3f s cpu  %6.1f GMAC/s per cpu second\n", way.c_str(), w, c,
+                  f->macs / c / 1e9);
+      family[way] = {{"wall_seconds", w}, {"cpu_seconds", c}, {"wall_runs", wall[way]}, {"cpu_runs", cpu[way]}};
+    }
+    report[f->name] = family;
   }
   return report;
 }
@@ -373,8 +405,8 @@ int main(int argc, char** argv) {
   app.add_flag("--kernels", kernels,
                "with a .gguf --model: time each block-matmul implementation over a decode step's weights");
   app.add_option("--q8-prefill", q8_prefill_rows,
-                 "with a .gguf --model: time ROWS rows through the layers' Q8_0/Q4_1/Q5_0 matrices: q8 tiles, q8 "
-                 "GEMM, f32 panels")
+                 "with a .gguf --model: time ROWS rows through the layers' Q8_0/Q4_1/Q5_0 and K-quant matrices: "
+                 "q8 tiles, q8 GEMM, f32 panels")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   app.add_option("--json", json_out, "also write the figures as JSON to this file")->check(cli::output_path());
   if (auto code = cli::parse(app, argc, argv, "lmscope-bench")) return *code;

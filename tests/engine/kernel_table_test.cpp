@@ -62,7 +62,7 @@ TEST(KernelTable, EveryFamilyHasABuildForEverySetThisBinaryCompiled) {
   const cpu::KernelTable& t = cpu::kernel_table();
   expect_compiled_builds(t.block_matmul, [](cpu::BlockOutputs f) { return f != nullptr; });
   expect_compiled_builds(t.q8_matmul, [](const cpu::Q8MatmulBuild& b) { return b.outputs && b.quantize; });
-  expect_compiled_builds(t.q8k_matmul, [](cpu::Q8KOutputs f) { return f != nullptr; });
+  expect_compiled_builds(t.q8k_matmul, [](const cpu::Q8KMatmulBuild& b) { return b.outputs != nullptr; });
   expect_compiled_builds(t.attention_row, [](const cpu::AttentionRowLoops& l) { return l.scores && l.mix; });
   expect_compiled_builds(t.half_matmul, [](const cpu::HalfMatmulBuild& b) { return b.outputs != nullptr; });
   expect_compiled_builds(t.prefill_panel, [](const cpu::PrefillPanelBuild& b) { return b.dequantize && b.widen; });

@@ -33,6 +33,7 @@
 #include "backend/cpu/block_prefill.h"
 #include "backend/cpu/half_matmul.h"
 #include "backend/cpu/q8_matmul.h"
+#include "backend/cpu/q8k_gemm.h"
 #include "backend/cpu/q8k_matmul.h"
 
 namespace lmscope::cpu {
@@ -82,6 +83,10 @@ struct Q8MatmulBuild {
   Q8Quantize quantize;   // the rows' quantizer that goes with it (AVX2 in both SIMD builds)
   Q8Outputs gemm;        // the same outputs as a GEMM over groups of 8 rows (q8_gemm.h); null: none
 };
+struct Q8KMatmulBuild {
+  Q8KOutputs outputs;
+  Q8KOutputs gemm;   // the same outputs as a GEMM over groups of 8 rows (q8k_gemm.h); null: none
+};
 struct HalfMatmulBuild {
   HalfOutputs outputs;
 };
@@ -94,7 +99,7 @@ struct PrefillPanelBuild {
 struct KernelTable {
   KernelFamily<BlockOutputs> block_matmul;
   KernelFamily<Q8MatmulBuild> q8_matmul;
-  KernelFamily<Q8KOutputs> q8k_matmul;
+  KernelFamily<Q8KMatmulBuild> q8k_matmul;
   KernelFamily<AttentionRowLoops> attention_row;
   KernelFamily<HalfMatmulBuild> half_matmul;
   KernelFamily<PrefillPanelBuild> prefill_panel;
@@ -110,7 +115,7 @@ struct ChosenKernel {
 struct ChosenKernels {
   ChosenKernel<BlockOutputs> block_matmul;
   ChosenKernel<Q8MatmulBuild> q8_matmul;
-  ChosenKernel<Q8KOutputs> q8k_matmul;
+  ChosenKernel<Q8KMatmulBuild> q8k_matmul;
   ChosenKernel<AttentionRowLoops> attention_row;
   ChosenKernel<HalfMatmulBuild> half_matmul;
   ChosenKernel<PrefillPanelBuild> prefill_panel;

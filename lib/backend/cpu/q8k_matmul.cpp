@@ -6,6 +6,7 @@
 
 #include "backend/cpu/kernel_table.h"
 #include "backend/cpu/over_rows.h"
+#include "backend/cpu/q8k_gemm.h"
 #include "kernels/q8_k_activations.cuh"
 
 namespace lmscope::cpu {
@@ -89,20 +90,32 @@ void q8k_outputs_avx512(float* out, const Q8KRows& x, const QuantBlocks& W, cons
 }
 
 std::vector<Q8KImplementation> q8k_simd_implementations() {
-  return {{"avx2", q8k_outputs_avx2, q8k_avx2_available()}, {"avx512", q8k_outputs_avx512, q8k_avx512_available()}};
+  return {{"avx2", q8k_outputs_avx2, q8k_avx2_available()},
+          {"avx2-gemm", q8k_gemm_outputs_avx2, q8k_avx2_available()},
+          {"avx512", q8k_outputs_avx512, q8k_avx512_available()},
+          {"avx512-gemm", q8k_gemm_outputs_avx512, q8k_avx512_available()}};
 }
 
 const char* q8k_matmul_kernel() { return isa_name(chosen_kernels().q8k_matmul.isa); }
 
+namespace {
+// The chosen build's GEMM for a prefill of kQ8KGemmMinRows rows or more (q8k_gemm.h: the same
+// bits), else its one-row kernel.
+Q8KOutputs outputs_for(const Q8KRows& x) {
+  const Q8KMatmulBuild& build = chosen_kernels().q8k_matmul.build;
+  return x.rows >= kQ8KGemmMinRows && build.gemm ? build.gemm : build.outputs;
+}
+}  // namespace
+
 void q8k_matmul(float* out, const Q8KRows& x, const QuantBlocks& W, const float* bias) {
   check_shapes(x, W);
-  const Q8KOutputs run = chosen_kernels().q8k_matmul.build;
+  const Q8KOutputs run = outputs_for(x);
   over_outputs(W.rows, [&](int64_t o0, int64_t o1) { run(out, x, W, bias, o0, o1); });
 }
 
 void q8k_matmul_group(const Q8KRows& x, const BlockMatmulJob* jobs, int count) {
   for (int j = 0; j < count; ++j) check_shapes(x, *jobs[j].W);
-  const Q8KOutputs run = chosen_kernels().q8k_matmul.build;
+  const Q8KOutputs run = outputs_for(x);
   over_job_outputs(
       count, [&](int j) { return jobs[j].W->rows; },
       [&](int j, int64_t o0, int64_t o1) { run(jobs[j].out, x, *jobs[j].W, jobs[j].bias, o0, o1); });

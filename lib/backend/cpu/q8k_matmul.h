@@ -53,7 +53,8 @@ void q8k_outputs_avx512(float* out, const Q8KRows& x, const QuantBlocks& W, cons
                         int64_t o1);
 bool q8k_avx2_available();     // AVX2 + FMA + F16C
 bool q8k_avx512_available();   // those + AVX-512 F, VL, BW and VNNI (kernel_table.h)
-// The SIMD implementations ("avx2", "avx512"), and whether this processor runs each.
+// The SIMD implementations ("avx2", "avx512", and their prefill GEMMs "avx2-gemm", "avx512-gemm":
+// q8k_gemm.h), and whether this processor runs each.
 struct Q8KImplementation {
   const char* name;
   Q8KOutputs outputs;
