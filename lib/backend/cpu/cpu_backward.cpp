@@ -95,34 +95,33 @@ void CpuBackend::rmsnorm_backward(Tensor& dx, const Tensor& dy, const Tensor& x,
   }
 }
 
-// act = silu(g) * u, silu(g) = g * s, s = sigmoid(g), silu'(g) = s * (1 + g * (1 - s)):
-//   dgate = dact * u * silu'(g), dup = dact * silu(g)
-void CpuBackend::swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dact, const Tensor& gate,
-                                 const Tensor& up) {
-  const int64_t n = gate.numel();
-  require(up.numel() == n && dact.numel() == n && dgate.numel() == n && dup.numel() == n, "swiglu_backward: shapes");
-  const float* g = gate.f32();
-  const float* u = up.f32();
-  const float* d = dact.f32();
-  float* dg = dgate.f32();
-  float* du = dup.f32();
-#pragma omp parallel for
-  for (int64_t i = 0; i < n; ++i) lmscope::swiglu_backward(d[i], g[i], u[i], &dg[i], &du[i]);
-}
-
-// Gemma 3's GeGLU: act = gelu_tanh(g) * u (kernels/backward_math.cuh has its derivative)
-void CpuBackend::geglu_tanh_backward(Tensor& dgate, Tensor& dup, const Tensor& dact, const Tensor& gate,
-                                     const Tensor& up) {
+// The gated units' backward, elementwise: op is swiglu_backward or geglu_tanh_backward of
+// kernels/backward_math.cuh (their formulas there).
+template <typename Op>
+static void glu_backward(Tensor& dgate, Tensor& dup, const Tensor& dact, const Tensor& gate, const Tensor& up,
+                         const char* shapes_error, Op op) {
   const int64_t n = gate.numel();
   require(up.numel() == n && dact.numel() == n && dgate.numel() == n && dup.numel() == n,
-          "geglu_tanh_backward: shapes");
+          shapes_error);
   const float* g = gate.f32();
   const float* u = up.f32();
   const float* d = dact.f32();
   float* dg = dgate.f32();
   float* du = dup.f32();
 #pragma omp parallel for
-  for (int64_t i = 0; i < n; ++i) lmscope::geglu_tanh_backward(d[i], g[i], u[i], &dg[i], &du[i]);
+  for (int64_t i = 0; i < n; ++i) op(d[i], g[i], u[i], &dg[i], &du[i]);
+}
+
+// act = silu(g) * u:   dgate = dact * u * silu'(g), dup = dact * silu(g)
+void CpuBackend::swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dact, const Tensor& gate,
+                                 const Tensor& up) {
+  glu_backward(dgate, dup, dact, gate, up, "swiglu_backward: shapes", lmscope::swiglu_backward);
+}
+
+// Gemma 3's GeGLU, act = gelu_tanh(g) * u:   dgate = dact * u * gelu_tanh'(g), dup = dact * gelu_tanh(g)
+void CpuBackend::geglu_tanh_backward(Tensor& dgate, Tensor& dup, const Tensor& dact, const Tensor& gate,
+                                     const Tensor& up) {
+  glu_backward(dgate, dup, dact, gate, up, "geglu_tanh_backward: shapes", lmscope::geglu_tanh_backward);
 }
 
 // Forward, per row with h = hd/2: y1 = x1 c1 - x2 s1, y2 = x2 c2 + x1 s2 (rotate_half). Its
