@@ -23,6 +23,7 @@
 #include "backend/cpu/over_rows.h"
 #include "backend/cpu/q8k_gemm.h"
 #include "backend/cpu/q8k_matmul.h"
+#include "gemm_slice_check.h"
 #include "random_blocks.h"
 
 using namespace lmscope;
@@ -117,15 +118,7 @@ TEST(Q8KGemm, WritesOnlyItsSliceOfTheRealRows) {
       std::vector<float> got(size_t(N * O + 64), NAN);   // 64 more: a write past the last row shows
       g.run(got.data(), x, *w.q, nullptr, o0, o1);
       const std::vector<float> want = over_threads(cpu::q8k_outputs_portable, x, *w.q, nullptr);
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t o = 0; o < O; ++o) {
-          const float v = got[size_t(n * O + o)];
-          if (o >= o0 && o < o1)
-            EXPECT_EQ(std::memcmp(&v, &want[size_t(n * O + o)], 4), 0) << g.name << " row " << n << " output " << o;
-          else
-            EXPECT_TRUE(std::isnan(v)) << g.name << " wrote output " << o << " of row " << n << " outside its slice";
-        }
-      for (size_t i = size_t(N * O); i < got.size(); ++i) EXPECT_TRUE(std::isnan(got[i])) << g.name << " wrote past the rows";
+      testing_util::expect_only_the_slice_written(got, want, N, O, o0, o1, g.name);
     }
   }
 }
