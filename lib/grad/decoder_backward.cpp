@@ -133,15 +133,19 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
     offer(Hook::ResidPost, l, dx);
     through_edit(Hook::ResidPost, l, dx);
 
+    // A branch's output gradient from that of the stream it is added to: the same tensor, or
+    // (Gemma 3) through the branch's post-norm, whose own gradient is the stream's.   [B,T,D]
+    auto branch_grad = [&](Hook post_norm, Hook out, const Tensor& dstream, const Tensor& norm_w) {
+      if (!cfg_.post_branch_norms) return dstream;
+      offer(post_norm, l, dstream);
+      Tensor dbranch = dstream;                              // dbranch: [B,T,D]
+      through_edit(post_norm, l, dbranch);
+      return post_norm_backward(be, dbranch, act(out, l), norm_w, eps);
+    };
+
     // ---- MLP: resid_post = resid_mid + down_proj(silu(gate_proj(hn)) * up_proj(hn)) ----
     // (Gemma 3: gelu_tanh for silu, and the branch RMS-normed before the add.)
-    Tensor dffn_out = dx;                                    // dffn_out: [B,T,D]
-    if (cfg_.post_branch_norms) {
-      offer(Hook::FfnPostNorm, l, dx);                       // d ffn_post_norm = d resid_post
-      Tensor dbranch = dx;                                   // dbranch: [B,T,D]
-      through_edit(Hook::FfnPostNorm, l, dbranch);
-      dffn_out = post_norm_backward(be, dbranch, act(Hook::FfnOut, l), lw.ffn_post_norm, eps);
-    }
+    Tensor dffn_out = branch_grad(Hook::FfnPostNorm, Hook::FfnOut, dx, lw.ffn_post_norm);   // dffn_out: [B,T,D]
     offer(Hook::FfnOut, l, dffn_out);                        // d ffn_out (= d resid_post without post-norms)
     through_edit(Hook::FfnOut, l, dffn_out);
     Tensor dact = be.alloc({B, T, F});                       // dact: [B,T,F]
@@ -170,13 +174,7 @@ void DecoderBackward::run(const SavedActivations& saved, const Tensor& dlogits_h
     through_edit(Hook::ResidMid, l, dmid);
 
     // ---- attention: resid_mid = x + o_proj(attn(rope(q), rope(k), v)) ----
-    Tensor dattn_out = dmid;                                 // dattn_out: [B,T,D]
-    if (cfg_.post_branch_norms) {
-      offer(Hook::AttnPostNorm, l, dmid);                    // d attn_post_norm = d resid_mid
-      Tensor dbranch = dmid;                                 // dbranch: [B,T,D]
-      through_edit(Hook::AttnPostNorm, l, dbranch);
-      dattn_out = post_norm_backward(be, dbranch, act(Hook::AttnOut, l), lw.attn_post_norm, eps);
-    }
+    Tensor dattn_out = branch_grad(Hook::AttnPostNorm, Hook::AttnOut, dmid, lw.attn_post_norm);   // dattn_out: [B,T,D]
     offer(Hook::AttnOut, l, dattn_out);                      // d attn_out (= d resid_mid without post-norms)
     through_edit(Hook::AttnOut, l, dattn_out);
     Tensor dz = be.alloc({B, T, H, hd});                     // dz: [B,T,H,hd]
