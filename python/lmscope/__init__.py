@@ -142,11 +142,14 @@ class Model:
         """Every weight by its Hugging Face name ("model.layers.3.self_attn.o_proj.weight", ...)."""
         return list(self._engine.weight_names())
 
-    def weight(self, name: str) -> np.ndarray:
+    def weight(self, name: str, rows: Optional[Sequence[int]] = None) -> np.ndarray:
         """A weight as float32 in HF's layout ([out, in] for a projection), whatever its stored
         type (F16/BF16 widened, GGUF blocks dequantized): a copy. KeyError for an unknown name.
-        E.g. direct logit attribution: cache["final_norm"] @ m.weight("lm_head.weight").T."""
-        return self._engine.weight(name)
+        E.g. direct logit attribution: cache["final_norm"] @ m.weight("lm_head.weight").T.
+        rows: row indices of the first axis (negative ones from the end), m.weight(name)[rows]
+        with only those rows read: m.weight("lm_head.weight", rows=[a, b]) is two unembedding
+        rows without the whole matrix as float32. IndexError for a row outside the weight."""
+        return self._engine.weight(name, rows)
 
     # ---- runs --------------------------------------------------------------------------------
     def run_with_cache(self, prompt, names=None, chat: bool = False, padding_side: str = "left",

@@ -203,11 +203,11 @@ def _direction(model, answer: Answer) -> np.ndarray:
         return answer.astype(np.float64)
     if isinstance(answer, (tuple, list)) and len(answer) == 2:
         a, b = (_token(model, t) for t in answer)
-        W_U = model.weight("lm_head.weight")                                    # [V, D]
-        return W_U[a].astype(np.float64) - W_U[b].astype(np.float64)
+        W_ab = model.weight("lm_head.weight", rows=[a, b]).astype(np.float64)  # [2, D]: the two rows only
+        return W_ab[0] - W_ab[1]
     if isinstance(answer, (tuple, list)):
         raise ValueError("logit_attribution: an answer pair is 2 tokens (a, b), not %d" % len(answer))
-    return model.weight("lm_head.weight")[_token(model, answer)].astype(np.float64)
+    return model.weight("lm_head.weight", rows=[_token(model, answer)])[0].astype(np.float64)
 
 
 def _token(model, t) -> int:

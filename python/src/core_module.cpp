@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <climits>
 #include <filesystem>
 #include <memory>
@@ -395,14 +396,35 @@ class Engine {
   }
 
   // A weight as float32 (F16/BF16 widened, GGUF blocks dequantized), in HF's layout ([out, in]):
-  // a copy, so it outlives the model.
-  pyb::array weight(const std::string& name) const {
+  // a copy, so it outlives the model. `rows` (None: all) picks rows of the first axis, numpy's
+  // weight[rows]: only those rows are read, each as the embedding lookup reads one
+  // (CpuBackend::embed: dequantize_block_rows for GGUF blocks, else the row widened by
+  // Tensor::to_f32), so two rows of a 262,144-row head cost two rows, not 4 bytes a weight.
+  pyb::array weight(const std::string& name, const pyb::object& rows) const {
     for (const auto& [n, t] : named_weights(m_->loaded.weights)) {
       if (n != name) continue;
-      const Tensor f = t->values_f32();
       py::HeldTensor held;
-      held.shape = f.shape();
-      held.f32.assign(f.f32(), f.f32() + f.numel());
+      if (rows.is_none()) {
+        const Tensor f = t->values_f32();
+        held.shape = f.shape();
+        held.f32.assign(f.f32(), f.f32() + f.numel());
+        return to_numpy(std::move(held));
+      }
+      const std::vector<int64_t> picked = weight_rows(name, *t, rows);
+      const int64_t R = t->dim(0), C = R ? t->numel() / R : 0;
+      held.shape = t->shape();
+      held.shape[0] = int64_t(picked.size());
+      held.f32.resize(picked.size() * size_t(C));
+      for (size_t i = 0; i < picked.size(); ++i) {
+        float* out = held.f32.data() + i * size_t(C);
+        if (!t->has_storage()) {   // held as GGUF blocks: dequantize the one row
+          dequantize_block_rows(*t->blocks(), picked[i], 1, out);
+        } else {                   // F32, or F16/BF16 widened: the row as a view, through to_f32
+          auto* row = static_cast<const char*>(t->raw()) + picked[i] * C * int64_t(dtype_size(t->dtype()));
+          const Tensor f = Tensor::view({C}, t->dtype(), const_cast<char*>(row), nullptr).to_f32();
+          std::copy(f.f32(), f.f32() + C, out);
+        }
+      }
       return to_numpy(std::move(held));
     }
     throw pyb::key_error("no weight '" + name + "' (m.weight_names() lists them: model.embed_tokens.weight, "
@@ -410,6 +432,31 @@ class Engine {
   }
 
  private:
+  // weight()'s rows: each a Python int (numpy's too) in -R..R-1, a negative one counted from the
+  // end; anything else one line, IndexError for a row outside the weight, TypeError for the rest.
+  static std::vector<int64_t> weight_rows(const std::string& name, const Tensor& t, const pyb::object& rows) {
+    const std::string where = "weight('" + name + "', rows=...): ";
+    if (t.ndim() < 1) throw pyb::type_error(where + "the weight is a scalar, it has no rows");
+    if (pyb::isinstance<pyb::str>(rows) || !pyb::isinstance<pyb::iterable>(rows))
+      throw pyb::type_error(where + "rows is a list of row indices (rows=[3], not rows=" +
+                            std::string(pyb::repr(rows)) + ")");
+    const int64_t R = t.dim(0);
+    std::vector<int64_t> out;
+    for (const pyb::handle h : rows) {
+      if (PyBool_Check(h.ptr()) || !PyIndex_Check(h.ptr()) || pyb::isinstance<pyb::array>(h))
+        throw pyb::type_error(where + "a row is an int, not " + std::string(pyb::repr(h)));
+      const pyb::int_ i = pyb::reinterpret_steal<pyb::int_>(PyNumber_Index(h.ptr()));
+      if (!i) throw pyb::error_already_set();
+      int overflow = 0;
+      const long long r = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+      if (overflow || r < -R || r >= R)
+        throw pyb::index_error(where + "row " + std::string(pyb::str(pyb::handle(i))) + " is outside the weight's " +
+                               std::to_string(R) + " rows (" + std::to_string(-R) + ".." + std::to_string(R - 1) + ")");
+      out.push_back(r < 0 ? r + R : r);
+    }
+    return out;
+  }
+
   py::PythonHook python_hook(const std::string& site, const pyb::function& fn) const {
     const auto parsed = parse_hook_name(site);
     if (!parsed || !hook_info(parsed->id).editable)
@@ -460,7 +507,7 @@ PYBIND11_MODULE(_core, mod) {
       .def("run_grads", &Engine::run_grads)
       .def("patch_sweep", &Engine::patch_sweep)
       .def("weight_names", &Engine::weight_names)
-      .def("weight", &Engine::weight);
+      .def("weight", &Engine::weight, pyb::arg("name"), pyb::arg("rows") = pyb::none());
 
   // lib/report/attention_view.js, the report's heatmap view, for lmscope.attention_view's cell output.
   mod.def("attention_view_script", [] { return lmscope::attention_view_script(); });
