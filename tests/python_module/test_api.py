@@ -8,6 +8,8 @@ import pytest
 import lmscope
 from conftest import SMOLLM2, TINY, TINY_IDS
 
+PARIS_SMOLLM2 = 7042                       # " Paris" in SmolLM2's vocabulary
+
 
 def test_transformer_lens_names_and_layouts(tiny):
     _, cache = tiny.run_with_cache(TINY_IDS)
@@ -253,6 +255,65 @@ def test_weights_are_the_checkpoints_tensors(tiny):
         tiny.weight("model.layers.9.mlp.up_proj.weight")
 
 
+def _some_rows(R):
+    """Rows to ask for: the last, the first, the middle twice, one counted from the end, out of order."""
+    return [R - 1, 0, R // 2, -1, R // 2]
+
+
+def _same_bits(got, want, name):
+    assert got.dtype == np.float32 and got.shape == want.shape, (name, got.dtype, got.shape, want.shape)
+    np.testing.assert_array_equal(got.view(np.uint32), np.ascontiguousarray(want, np.float32).view(np.uint32),
+                                  err_msg=name)
+
+
+@pytest.mark.parametrize("model", ["tiny-qwen2", "tiny-qwen2-bf16", "tiny-llama"])
+def test_weight_rows_are_the_checkpoints_rows(model):
+    """m.weight(name, rows=r) reads only rows r, bit for bit the file's rows (F32, BF16 held as
+    stored and widened; tiny-llama's head is tied: lm_head.weight is the embedding) and the
+    full weight's: every weight, vectors included (a row of a vector is one number)."""
+    path = os.path.join(os.path.dirname(TINY), model)
+    ref = _read_safetensors(path + "/model.safetensors")
+    m = lmscope.Model(path)
+    tied = "lm_head.weight" not in ref
+    assert tied == (model == "tiny-llama")
+    for name in m.weight_names():
+        file_name = "model.embed_tokens.weight" if tied and name == "lm_head.weight" else name
+        rows = _some_rows(len(ref[file_name]))
+        _same_bits(m.weight(name, rows=rows), ref[file_name][rows], name)
+        _same_bits(m.weight(name, rows=np.array(rows)), m.weight(name)[rows], name)
+    assert m.weight("lm_head.weight", rows=[]).shape == (0, m.info["hidden_size"])
+
+
+def test_weight_rows_of_gguf_blocks_and_a_tied_head(smollm2):
+    """SmolLM2's Q4_1 blocks, one row dequantized at a time, are the whole matrix's rows bit for
+    bit; its head is tied, so lm_head.weight's rows are the embedding's."""
+    E = smollm2.weight("model.embed_tokens.weight")
+    rows = _some_rows(len(E)) + [PARIS_SMOLLM2]
+    _same_bits(smollm2.weight("lm_head.weight", rows=rows), E[rows], "lm_head.weight")
+    _same_bits(smollm2.weight("model.embed_tokens.weight", rows=rows), E[rows], "model.embed_tokens.weight")
+    for name in ("model.layers.0.self_attn.q_proj.weight", "model.layers.29.mlp.down_proj.weight",
+                 "model.norm.weight"):
+        W = smollm2.weight(name)
+        _same_bits(smollm2.weight(name, rows=_some_rows(len(W))), W[_some_rows(len(W))], name)
+
+
+@pytest.mark.parametrize("rows, error, words", [
+    ([49152], IndexError, "row 49152 is outside the weight's 49152 rows (-49152..49151)"),
+    ([0, -49153], IndexError, "row -49153 is outside the weight's 49152 rows (-49152..49151)"),
+    ([2 ** 70], IndexError, "row 1180591620717411303424 is outside"),
+    (3, TypeError, "rows is a list of row indices (rows=[3], not rows=3)"),
+    ("12", TypeError, "rows is a list of row indices"),
+    ([1.0], TypeError, "a row is an int, not 1.0"),
+    ([True], TypeError, "a row is an int, not True"),
+    (np.array([[1, 2]]), TypeError, "a row is an int, not array([1, 2])"),
+])
+def test_weight_rows_refuses_bad_rows_in_one_line(smollm2, rows, error, words):
+    with pytest.raises(error) as e:
+        smollm2.weight("lm_head.weight", rows=rows)
+    text = str(e.value)
+    assert "\n" not in text and text.startswith("weight('lm_head.weight', rows=...): ") and words in text, text
+
+
 def _write_gguf(path, arch, meta, tensors):
     """A GGUF v3 file written by hand (the format of ggml's docs/gguf.md: magic, version, counts,
     key/values, tensor infos with ggml's reversed shapes, data aligned to 32): `meta` maps keys to
@@ -343,6 +404,7 @@ def test_weight_widens_a_ggufs_half_matrices(tmp_path, half):
         got = m.weight(name)
         assert got.dtype == np.float32 and got.shape == w.shape, name
         np.testing.assert_array_equal(got, w, err_msg=name)
+        _same_bits(m.weight(name, rows=_some_rows(len(w))), w[_some_rows(len(w))], name)   # one row widened at a time
     assert not np.array_equal(want["lm_head.weight"], ref["lm_head.weight"])   # the rounding was real
 
 

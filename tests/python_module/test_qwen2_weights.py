@@ -2,7 +2,8 @@
 scripts/fetch-qwen2-model.sh) against transformers' own dequantization of the same file
 (golden/qwen2/weights.json, made by golden/make_qwen2_golden.py): every one of its 291
 tensors, of each type the file holds (Q4_K, Q6_K, Q5_0, Q8_0, F32), bit for bit, by the
-sha256 of the float32 bytes. Skipped when the model is absent."""
+sha256 of the float32 bytes; m.weight(name, rows=...) gives those matrices' rows bit for bit.
+Skipped when the model is absent."""
 import hashlib
 import json
 import os
@@ -49,3 +50,8 @@ def test_weight_equals_transformers_dequantization(qwen2, gguf_type):
         # the first values say where a mismatch is; the hash holds every element
         assert w.reshape(-1)[:4].tolist() == r["first"], r["hf_name"]
         assert hashlib.sha256(np.ascontiguousarray(w).tobytes()).hexdigest() == r["sha256_f32"], r["hf_name"]
+        # rows=: those rows alone, dequantized one at a time, are the checked matrix's rows bit for bit
+        rows = [len(w) - 1, 0, len(w) // 2, -1]
+        got = qwen2.weight(r["hf_name"], rows=rows)
+        assert got.dtype == np.float32 and got.shape == w[rows].shape, r["hf_name"]
+        np.testing.assert_array_equal(got.view(np.uint32), w[rows].view(np.uint32), err_msg=r["hf_name"])
