@@ -399,7 +399,8 @@ class Engine {
   // a copy, so it outlives the model. `rows` (None: all) picks rows of the first axis, numpy's
   // weight[rows]: only those rows are read, each as the embedding lookup reads one
   // (CpuBackend::embed: dequantize_block_rows for GGUF blocks, else the row widened by
-  // Tensor::to_f32), so two rows of a 262,144-row head cost two rows, not 4 bytes a weight.
+  // Tensor::to_f32), so two rows of Gemma 3's 262,144-row head cost two rows' work, not the
+  // whole matrix as float32.
   pyb::array weight(const std::string& name, const pyb::object& rows) const {
     for (const auto& [n, t] : named_weights(m_->loaded.weights)) {
       if (n != name) continue;
