@@ -1,22 +1,14 @@
 #include "compare/compare.h"
 
 #include <cmath>
-#include <cstdio>
 #include <set>
 
 #include "compare/align.h"
+#include "io/format_number.h"
 
 namespace lmscope {
 
 namespace {
-
-// Errors read best short (3 digits); the two values need enough digits to see them differ.
-std::string num(double v, int digits = 3) {
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-  return buf;
-}
 
 std::string join_axes(const std::vector<std::string>& axes) {
   std::string s;
@@ -127,12 +119,12 @@ std::string HookResult::reason() const {
   if (std::isinf(m.max_abs)) {
     s = "masked/non-finite in one trace only";
     if (!argmax_index.empty()) s += " at " + index_str(argmax_index);
-  } else {
-    s = "max abs " + num(m.max_abs);
+  } else {   // errors read best short (3 digits); the two values need enough to see them differ
+    s = "max abs " + fmt_num(m.max_abs);
     if (!argmax_index.empty()) s += " at " + index_str(argmax_index);
   }
-  if (m.argmax >= 0) s += ": A " + num(m.value, 8) + " vs reference " + num(m.ref, 8);
-  s += ", tol " + num(bound());
+  if (m.argmax >= 0) s += ": A " + fmt_num(m.value, 8) + " vs reference " + fmt_num(m.ref, 8);
+  s += ", tol " + fmt_num(bound());
   if (!note.empty()) s += "; " + note;
   return s;
 }

@@ -5,19 +5,15 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "io/format_number.h"
 #include "trace/hooks.h"
 
 namespace lmscope {
 
 namespace {
 
-std::string sci(double v) {
-  if (std::isinf(v)) return "inf";
-  if (v == 0) return "0";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2e", v);
-  return buf;
-}
+// 3 significant digits, always with an exponent (1.23e-04), "0", "inf" / "-inf".
+std::string sci(double v) { return fmt_num(v, 3, /*exponent=*/true); }
 
 // How close to failing: max_abs / bound (inf when the bound is 0 and anything differs).
 double badness(const HookResult& r) {

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "io/format_number.h"
+
 namespace lmscope {
 
 std::string error_colour(double rel) {
@@ -27,14 +29,8 @@ std::string error_colour(double rel) {
 }
 
 namespace {
-std::string short_num(double v) {
-  if (std::isnan(v)) return "";
-  if (std::isinf(v)) return "inf";
-  if (v == 0) return "0";
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%.0e", v);
-  return buf;
-}
+// A cell's error: 1 significant digit with an exponent (3e-05), "0", "inf" / "-inf"; nothing for NaN.
+std::string short_num(double v) { return std::isnan(v) ? "" : fmt_num(v, 1, /*exponent=*/true); }
 }  // namespace
 
 std::string heatmap_svg(const std::string& title, const std::vector<std::string>& col_labels,

@@ -312,7 +312,7 @@ namespace {
 nlohmann::ordered_json div_json(const std::optional<Divergence>& d) {
   if (!d) return nullptr;
   return {{"step", d->step},         {"hook", d->hook},     {"layer", d->layer},     {"position", d->position},
-          {"index", d->index},       {"max_abs", std::isinf(d->max_abs) ? nlohmann::ordered_json("inf") : nlohmann::ordered_json(d->max_abs)},
+          {"index", d->index},       {"max_abs", json_num(d->max_abs)},
           {"tolerance", d->bound},   {"reason", d->reason}};
 }
 

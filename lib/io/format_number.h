@@ -1,5 +1,8 @@
-// One number through a printf format ("%.2f", "%.3g", ...), for the tools' text tables.
+// One number through a printf format ("%.2f", "%.3g", ...), for the tools' text tables; and
+// fmt_num, a number for people whatever its value (an infinity, NaN).
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -22,6 +25,19 @@ inline std::string fmt(const char* format, double v) {
     else if (s.compare(minus, 4, "-nan") == 0) s.erase(minus, 1);
   }
   return s;
+}
+
+// A number for people: `digits` significant digits, through "%.*g" or, exponent, "%.*e" (always
+// d.dde+XX); "0" for zero, "inf" / "-inf" for an infinity, "nan" for NaN. The JSON reports write
+// theirs with json_num (runs/run.h): the same "inf" / "-inf", null for NaN.
+inline std::string fmt_num(double v, int digits = 3, bool exponent = false) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (std::isnan(v)) return "nan";
+  if (v == 0) return "0";
+  char buf[40];
+  if (exponent) std::snprintf(buf, sizeof buf, "%.*e", std::max(digits - 1, 0), v);
+  else std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
 }
 
 }  // namespace lmscope

@@ -1,7 +1,6 @@
 #include "runs/run.h"
 
 #include <cmath>
-#include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -105,17 +104,8 @@ HookData to_hook_data(Hook h, int layer, const Tensor& t, int64_t last_t) {
   return d;
 }
 
-std::string fmt_num(double v, int digits) {
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  if (std::isnan(v)) return "nan";
-  if (v == 0) return "0";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-  return buf;
-}
-
 nlohmann::ordered_json json_num(double v) {
-  if (std::isinf(v)) return "inf";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   if (std::isnan(v)) return nullptr;
   return v;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "generate/generator.h"
+#include "io/format_number.h"   // fmt_num, the number for people
 #include "model/decoder.h"
 #include "tokenizer/encode_trace.h"
 #include "tokenizer/tokenizer.h"
@@ -51,10 +52,8 @@ TracedRun run_traced(const ModelContext& m, const GenerateOptions& opt, const Ho
 // widening.
 HookData to_hook_data(Hook h, int layer, const Tensor& t, int64_t last_t = -1);
 
-// A number for people: 3 significant digits, "0" for zero, "inf".
-std::string fmt_num(double v, int digits = 3);
-
-// A number for the JSON reports: "inf" for an infinity (either sign), null for NaN.
+// A number for the JSON reports: "inf" / "-inf" for an infinity (a string: JSON has none), null
+// for NaN (fmt_num, io/format_number.h, writes the same infinities for people).
 nlohmann::ordered_json json_num(double v);
 
 }  // namespace lmscope

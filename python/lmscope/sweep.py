@@ -332,11 +332,13 @@ def _check_output(path) -> None:
 
 
 def _number(v) -> float:
-    """A JSON number of the tools (io json_num: "inf" for an infinity, null for NaN)."""
+    """A JSON number of the tools (json_num, lib/runs/run.h: "inf" / "-inf" for an infinity,
+    null for NaN)."""
     return float("nan") if v is None else float(v)
 
 
 def _json_number(v: float):
+    """A number as the tools' json_num writes it: "inf" / "-inf", None (null) for NaN."""
     if math.isnan(v):
         return None
     return ("inf" if v > 0 else "-inf") if math.isinf(v) else v

@@ -4,8 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <nlohmann/json.hpp>
 
 #include "io/hdf5.h"
+#include "runs/run.h"
 #include "tests/experiments/exp_util.h"
 #include "trace/trace_reader.h"
 
@@ -76,5 +81,45 @@ TEST(RunRecord, ActivationsSayWhichModeRan) {
                                    " --cpu-activations " + mode + " --out " + trace);
     ASSERT_EQ(t.code, 0) << t.err;
     EXPECT_EQ(TraceReader(trace).root_attr_string("activations"), mode);
+  }
+}
+
+// The JSON reports (lmscope-quant, -padding, -cache, -patch, -score, -sample) write a number
+// with json_num: an infinity as a string that keeps its sign (JSON has no infinity), NaN as
+// null, any other double as that double, which reads back the same.
+TEST(RunRecord, JsonNumKeepsAnInfinitysSign) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(json_num(inf), nlohmann::ordered_json("inf"));
+  EXPECT_EQ(json_num(-inf), nlohmann::ordered_json("-inf"));
+  EXPECT_EQ(nlohmann::ordered_json({{"x", json_num(-inf)}}).dump(), R"({"x":"-inf"})");
+  EXPECT_TRUE(json_num(std::nan("")).is_null());
+  EXPECT_TRUE(json_num(-std::nan("")).is_null());
+  for (double v : {0.0, -2.5, 0.1, 1e-300, -std::numeric_limits<double>::denorm_min(), std::numeric_limits<double>::max()}) {
+    const nlohmann::ordered_json j = json_num(v);
+    ASSERT_TRUE(j.is_number_float()) << v;
+    EXPECT_EQ(nlohmann::json::parse(j.dump()).get<double>(), v);
+  }
+}
+
+// The same infinities for people (fmt_num, io/format_number.h, which lmscope-diff's tables and
+// the padding heatmaps write theirs with); finite numbers are printf's.
+TEST(RunRecord, FmtNumWritesTheSameInfinitiesAndPrintfsDigits) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (bool exponent : {false, true}) {
+    EXPECT_EQ(fmt_num(inf, 3, exponent), "inf");
+    EXPECT_EQ(fmt_num(-inf, 3, exponent), "-inf");
+    EXPECT_EQ(fmt_num(std::nan(""), 3, exponent), "nan");
+    EXPECT_EQ(fmt_num(0.0, 3, exponent), "0");
+  }
+  const auto printf_of = [](const char* format, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, format, v);
+    return std::string(buf);
+  };
+  for (double v : {1.0, -2.5, 0.000123456, 98765.4321, -1e-300}) {
+    EXPECT_EQ(fmt_num(v), printf_of("%.3g", v));
+    EXPECT_EQ(fmt_num(v, 8), printf_of("%.8g", v));
+    EXPECT_EQ(fmt_num(v, 3, true), printf_of("%.2e", v));   // lmscope-diff's table
+    EXPECT_EQ(fmt_num(v, 1, true), printf_of("%.0e", v));   // a heatmap cell
   }
 }

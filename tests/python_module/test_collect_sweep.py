@@ -263,6 +263,26 @@ def test_from_json_refuses_what_is_not_a_pairs_result_in_one_line(tmp_path):
     assert "%s: not the --json of lmscope-patch --pairs or lmscope-sweep patch" % (tmp_path / "bad.json") in r.stderr
 
 
+def test_an_infinity_keeps_its_sign_through_the_statistics_and_the_tables(tmp_path):
+    """A normalized cell is infinite where the clean and corrupted metrics are equal and the
+    patched one is not: the tools write it "inf" or "-inf" (json_num), NaN as null. The sweep's
+    statistics read both back and write the sign they compute; lmscope-patch --from-json
+    prints it."""
+    from lmscope.sweep import pair_statistics
+    grids = as_json([[["-inf", 1.0, None]], [[2.0, "inf", None]]])         # two pairs, one layer, 3 columns
+    stats = as_json(pair_statistics(grids))
+    assert stats["mean"] == [["-inf", "inf", None]]
+    assert stats["min"] == [["-inf", 1.0, None]]
+    assert stats["max"] == [[2.0, "inf", None]]
+    assert stats["sd"] == [[None, None, None]]                              # inf - inf: NaN
+    result = {"pairs_file": "p.jsonl", "num_pairs": 2, "pairs": [{"clean_ids": [5, 6, 7]}],
+              "sites": {"resid_pre": dict(columns="position", column_index=[0, 1, 2], **stats)}}
+    (tmp_path / "r.json").write_text(json.dumps(result))
+    out = engine_tool("lmscope-patch", "--from-json", tmp_path / "r.json")
+    mean = out.split("normalized, mean over 2 pairs\n")[1].split("\n")[1]   # layer 0's row
+    assert mean.split() == ["0", "-inf", "inf", "nan"], out
+
+
 def wait_for_sweep_shards(out, n, proc, timeout=120):
     """Until the sweep's manifest lists n shards (or the run ends first: an error)."""
     deadline = time.monotonic() + timeout
