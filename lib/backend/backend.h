@@ -31,7 +31,7 @@ class Backend {
   virtual std::string activations() const { return "f32"; }
 
   // A new float32 activation tensor on this backend. Every op writes all of its output, so
-  // the contents are unspecified until then (CPU: zeroed; CUDA: left as found).
+  // the contents are unspecified until then (CPU and CUDA: left as found).
   virtual Tensor alloc(const Shape& shape) = 0;
   // A weight in the form this backend's matmul reads (CPU: bf16/f16 matrices and GGUF blocks
   // as stored, in place; bf16/f16 vectors widened to float32. CUDA: a device copy).

@@ -43,7 +43,7 @@ int64_t shape_numel(const Shape& s) {
   return n;
 }
 
-Tensor Tensor::zeros(Shape shape, DType dtype) {
+Tensor Tensor::empty(Shape shape, DType dtype) {
   Tensor t;
   t.shape_ = std::move(shape);
   t.dtype_ = dtype;
@@ -51,9 +51,14 @@ Tensor Tensor::zeros(Shape shape, DType dtype) {
   // 64-byte alignment keeps BLAS and SIMD loops on their fast path.
   void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (!p) throw std::runtime_error("out of memory allocating a tensor of shape " + shape_str(t.shape_));
-  std::memset(p, 0, bytes);
   t.owner_ = std::shared_ptr<void>(p, std::free);
   t.data_ = p;
+  return t;
+}
+
+Tensor Tensor::zeros(Shape shape, DType dtype) {
+  Tensor t = empty(std::move(shape), dtype);
+  std::memset(t.data_, 0, std::max<size_t>(t.nbytes(), 1));
   return t;
 }
 

@@ -26,6 +26,9 @@ class Tensor {
 
   // New zero-filled host tensor.
   static Tensor zeros(Shape shape, DType dtype = DType::F32);
+  // New host tensor whose contents are unspecified until written (for outputs that an op
+  // writes whole: no pass over the memory to zero it first).
+  static Tensor empty(Shape shape, DType dtype = DType::F32);
   // A view of memory owned by `owner` (an mmap, another tensor's storage...).
   static Tensor view(Shape shape, DType dtype, void* data, std::shared_ptr<void> owner,
                      Device device = Device::Host);

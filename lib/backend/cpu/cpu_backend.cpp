@@ -69,7 +69,10 @@ CpuBackend::CpuBackend(CpuActivations activations) : activations_(activations) {
   cpu::chosen_kernels();
 }
 
-Tensor CpuBackend::alloc(const Shape& shape) { return Tensor::zeros(shape, DType::F32); }
+// Unspecified contents, as Backend::alloc says: every op writes all of its output. (Checked by
+// filling each new tensor with NaN: the whole test suite passed. Zeroing them cost 1.5% of a
+// 1.5B-shaped q8 prefill's samples in memset.)
+Tensor CpuBackend::alloc(const Shape& shape) { return Tensor::empty(shape, DType::F32); }
 
 Tensor CpuBackend::prepare_weight(const Tensor& w) {
   if (w.dtype() == DType::F32) return w;   // mmapped float32 and GGUF blocks are used in place
