@@ -116,29 +116,33 @@ Tensor Tensor::reshape(Shape shape) const {
 
 Tensor Tensor::to_f32() const {
   if (device_ != Device::Host) throw std::logic_error("to_f32 needs a host tensor");
-  Tensor out = Tensor::zeros(shape_, DType::F32);
-  float* o = out.f32();
-  const int64_t n = numel();
+  Tensor out = Tensor::empty(shape_, DType::F32);
+  if (numel() > 0) rows_f32(0, ndim() ? dim(0) : 1, out.f32());
+  return out;
+}
+
+void Tensor::rows_f32(int64_t r0, int64_t n, float* o) const {
+  if (device_ != Device::Host) throw std::logic_error("rows_f32 needs a host tensor");
   if (!has_storage()) {
-    dequantize_block_rows(*blocks_, 0, blocks_->rows, o);
-    return out;
+    dequantize_block_rows(*blocks_, r0, n, o);
+    return;
   }
+  const int64_t R = ndim() ? dim(0) : 1, C = R ? numel() / R : 0, first = r0 * C, count = n * C;
   switch (dtype_) {
-    case DType::F32: std::memcpy(o, data_, n * 4); break;
+    case DType::F32: std::memcpy(o, static_cast<const float*>(data_) + first, size_t(count) * 4); break;
     case DType::F16: {
-      auto* s = static_cast<const uint16_t*>(data_);
-      for (int64_t i = 0; i < n; ++i) o[i] = f16_to_f32(s[i]);
+      auto* s = static_cast<const uint16_t*>(data_) + first;
+      for (int64_t i = 0; i < count; ++i) o[i] = f16_to_f32(s[i]);
     } break;
     case DType::BF16: {
-      auto* s = static_cast<const uint16_t*>(data_);
-      for (int64_t i = 0; i < n; ++i) o[i] = bf16_to_f32(s[i]);
+      auto* s = static_cast<const uint16_t*>(data_) + first;
+      for (int64_t i = 0; i < count; ++i) o[i] = bf16_to_f32(s[i]);
     } break;
     case DType::I32: {
-      auto* s = static_cast<const int32_t*>(data_);
-      for (int64_t i = 0; i < n; ++i) o[i] = float(s[i]);
+      auto* s = static_cast<const int32_t*>(data_) + first;
+      for (int64_t i = 0; i < count; ++i) o[i] = float(s[i]);
     } break;
   }
-  return out;
 }
 
 Tensor Tensor::values_f32() const {

@@ -71,6 +71,10 @@ class Tensor {
   Tensor reshape(Shape shape) const;
   // Host copy converted to float32 (F16/BF16/I32 widened, blocks-only dequantized).
   Tensor to_f32() const;
+  // Rows [r0, r0 + n) of the first axis converted as to_f32 converts them, into out
+  // (n * numel() / dim(0) floats), without converting the rest: an embedding row, two rows of
+  // an unembedding.
+  void rows_f32(int64_t r0, int64_t n, float* out) const;
   // The values as a host float32 tensor with storage: this tensor itself when it is one,
   // else to_f32() (a blocks-only weight dequantized: 4 bytes a weight, for as long as the
   // caller keeps the result).

@@ -397,9 +397,8 @@ class Engine {
 
   // A weight as float32 (F16/BF16 widened, GGUF blocks dequantized), in HF's layout ([out, in]):
   // a copy, so it outlives the model. `rows` (None: all) picks rows of the first axis, numpy's
-  // weight[rows]: only those rows are read, each as the embedding lookup reads one
-  // (CpuBackend::embed: dequantize_block_rows for GGUF blocks, else the row widened by
-  // Tensor::to_f32), so two rows of Gemma 3's 262,144-row head cost two rows' work, not the
+  // weight[rows]: only those rows are read (Tensor::rows_f32, what the embedding lookup reads
+  // a row with), so two rows of Gemma 3's 262,144-row head cost two rows' work, not the
   // whole matrix as float32.
   pyb::array weight(const std::string& name, const pyb::object& rows) const {
     for (const auto& [n, t] : named_weights(m_->loaded.weights)) {
@@ -416,16 +415,7 @@ class Engine {
       held.shape = t->shape();
       held.shape[0] = int64_t(picked.size());
       held.f32.resize(picked.size() * size_t(C));
-      for (size_t i = 0; i < picked.size(); ++i) {
-        float* out = held.f32.data() + i * size_t(C);
-        if (!t->has_storage()) {   // held as GGUF blocks: dequantize the one row
-          dequantize_block_rows(*t->blocks(), picked[i], 1, out);
-        } else {                   // F32, or F16/BF16 widened: the row as a view, through to_f32
-          auto* row = static_cast<const char*>(t->raw()) + picked[i] * C * int64_t(dtype_size(t->dtype()));
-          const Tensor f = Tensor::view({C}, t->dtype(), const_cast<char*>(row), nullptr).to_f32();
-          std::copy(f.f32(), f.f32() + C, out);
-        }
-      }
+      for (size_t i = 0; i < picked.size(); ++i) t->rows_f32(picked[i], 1, held.f32.data() + i * size_t(C));
       return to_numpy(std::move(held));
     }
     throw pyb::key_error("no weight '" + name + "' (m.weight_names() lists them: model.embed_tokens.weight, "

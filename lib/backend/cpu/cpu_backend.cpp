@@ -93,12 +93,10 @@ void CpuBackend::embed(Tensor& out, const Tensor& ids, const Tensor& table) {
     if (id[n] < 0 || id[n] >= V)
       throw std::runtime_error("token id " + std::to_string(id[n]) + " is outside the vocabulary [0," +
                                std::to_string(V) + ")");
-    if (is_half(table))   // a bf16/f16 table: widen the one row
+    if (is_half(table))   // a bf16/f16 table: widen the one row (the SIMD build)
       cpu::widen_half_rows(half_matrix(table), id[n], 1, out.f32() + n * D);
-    else if (table.has_storage())
-      std::memcpy(out.f32() + n * D, table.f32() + int64_t(id[n]) * D, D * sizeof(float));
-    else   // a table held as GGUF blocks: dequantize the one row
-      dequantize_block_rows(*table.blocks(), id[n], 1, out.f32() + n * D);
+    else   // float32 copied, GGUF blocks dequantized: the one row
+      table.rows_f32(id[n], 1, out.f32() + n * D);
   }
 }
 
