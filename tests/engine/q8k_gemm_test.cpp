@@ -6,7 +6,8 @@
 //    of 8 exactly and that leave a short last group (9, 15, 17, 23, 37), rows of 1 to 35
 //    super-blocks (8960 columns: a group's codes past L1, a chunk of fewer outputs), output
 //    counts that leave a short last chunk, with and without a bias, split over the threads;
-//  * edge inputs: all-zero activation rows (d_a = 0), super-blocks from 1e-6 to 1e3 in magnitude;
+//  * edge inputs: all-zero activation rows (d_a = 0), super-blocks from 1e-6 to 1e3 in magnitude,
+//    every code at its largest (the int16 sums of two quads at their bound);
 //  * a call writes exactly its slice of outputs for its real rows: the padding of the last
 //    group, and outputs outside [o0, o1), stay untouched;
 //  * q8k_matmul takes the GEMM from kQ8KGemmMinRows rows on (the kernel table's `gemm`).
@@ -106,6 +107,39 @@ TEST(Q8KGemm, EqualsTheOneRowKernelBitForBit) {
       }
   }
   std::printf("[ measure ] %d K-quant GEMM outputs equal to the portable one-row kernel's bit for bit\n", compared);
+}
+
+// The GEMM adds two quads' products in one int16 before it scales them (q8k_gemm.h): the
+// largest such sum, 4 x 63 x 127 = 32004 (Q6_K codes at 63, activation codes at +-127), must
+// come out as the one-row kernel's. Every code byte 0xFF (Q4_K 15, Q5_K 31, Q6_K 63; the
+// 6-bit scales and mins 63); the activations +-1 with one sign per quad, so every quad's codes
+// are all 127 or all -127 (Q8_K maps the row's first largest |x| to -127), the signs uneven so
+// that the sums do not cancel.
+TEST(Q8KGemm, TheLargestQuadSumsAreExact) {
+  const int64_t O = 19, I = 768, N = 16;
+  Tensor x = Tensor::zeros({N, I});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t i = 0; i < I; ++i) x.f32()[n * I + i] = ((i / 4 * 7 + n * 3) % 5 < 2) ? -1.0f : 1.0f;
+  cpu::Q8KRows xq;
+  cpu::quantize_rows_q8k(x.f32(), N, I, xq);
+  for (int64_t i = 0; i < N * I; ++i) ASSERT_EQ(std::abs(int(xq.q[size_t(i)])), 127) << "element " << i;
+  for (const Gemm& g : gemms()) {
+    if (!g.runs) continue;
+    for (BlockType type : kTypes) {
+      RandomBlocks w = random_blocks(type, O, I, 60);
+      const size_t f16_at = type == BlockType::Q6_K ? 208 : 0, f16_bytes = type == BlockType::Q6_K ? 2 : 4;
+      for (size_t at = 0; at < w.bytes->size(); at += w.q->block_bytes())
+        for (size_t k = 0; k < w.q->block_bytes(); ++k)
+          if (k < f16_at || k >= f16_at + f16_bytes) (*w.bytes)[at + k] = 0xFF;
+      if (type == BlockType::Q6_K)   // its int8 scales: 127 and -128 rather than 0xFF's -1
+        for (size_t at = 0; at < w.bytes->size(); at += w.q->block_bytes())
+          for (int k = 0; k < 16; ++k) (*w.bytes)[at + 192 + size_t(k)] = k % 2 ? 0x80 : 0x7F;
+      EXPECT_EQ(first_difference(over_threads(cpu::q8k_outputs_portable, xq, *w.q, nullptr),
+                                 over_threads(g.run, xq, *w.q, nullptr), O),
+                "")
+          << g.name << " " << block_type_name(type);
+    }
+  }
 }
 
 TEST(Q8KGemm, WritesOnlyItsSliceOfTheRealRows) {

@@ -22,7 +22,11 @@ void q8k_gemm_pack(const Q8KRows& x, Q8KGemmPanel& panel) {
     for (int64_t b = 0; b < nb; ++b) {
       const int64_t gb = g * nb + b;
       int8_t* quads = panel.q.data() + gb * 2048 + r * 4;
-      for (int c = 0; c < 64; ++c) std::memcpy(quads + c * 32, row + b * 256 + c * 4, 4);
+      for (int u = 0; u < 4; ++u)   // slot 16u + j: unit j (2 codes) of sub-blocks 2u and 2u + 1
+        for (int j = 0; j < 16; ++j) {
+          std::memcpy(quads + (16 * u + j) * 32, row + b * 256 + 64 * u + 2 * j, 2);
+          std::memcpy(quads + (16 * u + j) * 32 + 2, row + b * 256 + 64 * u + 32 + 2 * j, 2);
+        }
       panel.d[size_t(gb * R + r)] = x.d[size_t(n * nb + b)];
       const int16_t* bs = bsums + b * 16;
       for (int p = 0; p < 4; ++p) {
