@@ -11,23 +11,28 @@
 // order. The one-row kernel keeps an output's eight lanes in one register. Here a register
 // holds lane k of eight ROWS instead (as q8_gemm.h does for Q8_0/Q4_1/Q5_0):
 //   - the activations of a group of eight rows are repacked per super-block as 64 32-byte
-//     vectors, vector c = [row 0 codes 4c..4c+3, row 1's, ..., row 7's] (quad c of a super-block
-//     lies in lane c mod 8 of its 32-byte vector c / 8);
+//     vectors, one per slot: slot 16u + j holds, for each of the eight rows, 4 codes: unit j
+//     (codes 2j, 2j + 1) of sub-block 2u and unit j of sub-block 2u + 1. Slots 16u + 2k and
+//     16u + 2k + 1 thus hold quads (2u, k) and (2u + 1, k), the elements 32v + 4k .. + 3 of
+//     lane k;
 //   - a chunk of weight rows is decoded once for every group that reads it: per super-block the
-//     256 codes as bytes (Q4_K 0..15, Q5_K 0..31, Q6_K 0..63), each quad's scale as a pair of
-//     int16, the mins' (or Q6_K's offset's) factors, d and dmin as float;
-//   - per lane k and 32-byte vector v, the weight's quad is broadcast to the eight 4-byte slots
-//     and `vpmaddubsw` + `vpmaddwd` with the quad's scale (AVX-512: `vpdpwssd`) gives scale times
-//     the quad's dot product for all eight rows; their sum over v is lane k's integer for eight
-//     rows, the same integer the one-row kernel forms (integer sums are exact in any order: the
-//     int16 pair sums stay below 2^15, 2 * 63 * 127). Two outputs share each load of the rows'
-//     quads, and a scale stays in a register for the four lanes of a half (lanes 0-3, 4-7), so
-//     the loop is bound by its two multiplies per 32 products, not by loads;
+//     256 codes as bytes (Q4_K 0..15, Q5_K 0..31, Q6_K 0..63) in the same slot order, the scales
+//     of sub-blocks 2u and 2u + 1 as an int16 pair, the mins' (or Q6_K's offset's) factors, d
+//     and dmin as float;
+//   - per lane k and pair of sub-blocks u, the weight's two slots are broadcast to the eight
+//     4-byte slots, two `vpmaddubsw` and one `vpaddw` give per row quad (2u, k)'s four products
+//     in int16 0 and quad (2u + 1, k)'s in int16 1, and one `vpmaddwd` with the scale pair
+//     (AVX-512: `vpdpwssd`) adds scale times each. Their sum over u is lane k's integer for
+//     eight rows, the same integer the one-row kernel forms (integer sums are exact in any
+//     order: four products stay below 2^15, 4 * 63 * 127 = 32004). Three multiplies per 64
+//     products (the one-row kernel's order, a `vpmaddwd` per `vpmaddubsw`, takes four). Two
+//     outputs share each load of the rows' slots, and a scale pair stays in a register for the
+//     four lanes of a half;
 //   - d_a * d_w of the eight rows is one vector product, the FMA chains run super-block after
-//     super-block as before, and hsum_float_8's pairwise order is the same additions done
-//     between the eight lane registers.
-// Every addition and product is the one-row kernel's on the same operands, so the outputs are
-// identical, not close (tests/engine/q8k_gemm_test.cpp). A group short of eight rows (the tail
+//     super-block in the one-row kernel's order, and hsum_float_8's pairwise order is the same
+//     additions done between the eight lane registers.
+// The integers are the one-row kernel's and every float addition and product is its own on the
+// same operands, so the outputs are identical, not close (tests/engine/q8k_gemm_test.cpp). A group short of eight rows (the tail
 // of N) is padded with zero codes and scales; its padding is computed and never written. The
 // portable kernel has no GEMM form: q8k_outputs_portable is the reference, any N.
 #pragma once
@@ -47,8 +52,9 @@ constexpr int kQ8KGemmRows = 8;
 constexpr int64_t kQ8KGemmMinRows = 32;
 
 // The rows of x in groups of eight, as the GEMM reads them (nb = x.blocks()):
-//   q [groups][nb][64 quads][8 rows][4 codes]: group g's super-block b, quad c of row r at
-//     q + (g * nb + b) * 2048 + c * 32 + r * 4
+//   q [groups][nb][64 slots][8 rows][4 codes]: group g's super-block b, slot c of row r at
+//     q + (g * nb + b) * 2048 + c * 32 + r * 4; slot 16u + j = row codes 64u + 2j, +1 (unit j
+//     of sub-block 2u) and 64u + 32 + 2j, +1 (of sub-block 2u + 1)
 //   d [groups][nb][8 rows]: the rows' d_a
 //   pair_sums [groups][nb][4][8 rows][2]: Q4_K/Q5_K's mins factor, for lane p the sums of
 //     sub-blocks 2p and 2p+1's 32 codes (bsums[4p] + bsums[4p+1], bsums[4p+2] + bsums[4p+3])
