@@ -434,7 +434,10 @@ class Engine {
     const int64_t R = t.dim(0);
     std::vector<int64_t> out;
     for (const pyb::handle h : rows) {
-      if (PyBool_Check(h.ptr()) || !PyIndex_Check(h.ptr()) || pyb::isinstance<pyb::array>(h))
+      // A bool (numpy's too, whose __index__ numpy deprecates) is not a row: True is not row 1.
+      const bool numpy_bool =
+          pyb::hasattr(h, "dtype") && pyb::str(h.attr("dtype").attr("kind")).cast<std::string>() == "b";
+      if (PyBool_Check(h.ptr()) || numpy_bool || !PyIndex_Check(h.ptr()) || pyb::isinstance<pyb::array>(h))
         throw pyb::type_error(where + "a row is an int, not " + std::string(pyb::repr(h)));
       const pyb::int_ i = pyb::reinterpret_steal<pyb::int_>(PyNumber_Index(h.ptr()));
       if (!i) throw pyb::error_already_set();

@@ -305,6 +305,8 @@ def test_weight_rows_of_gguf_blocks_and_a_tied_head(smollm2):
     ("12", TypeError, "rows is a list of row indices"),
     ([1.0], TypeError, "a row is an int, not 1.0"),
     ([True], TypeError, "a row is an int, not True"),
+    ([np.bool_(True)], TypeError, "a row is an int, not "),
+    (np.array([True, False]), TypeError, "a row is an int, not "),
     (np.array([[1, 2]]), TypeError, "a row is an int, not array([1, 2])"),
 ])
 def test_weight_rows_refuses_bad_rows_in_one_line(smollm2, rows, error, words):
