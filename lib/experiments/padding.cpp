@@ -313,7 +313,7 @@ nlohmann::ordered_json div_json(const std::optional<Divergence>& d) {
   if (!d) return nullptr;
   return {{"step", d->step},         {"hook", d->hook},     {"layer", d->layer},     {"position", d->position},
           {"index", d->index},       {"max_abs", json_num(d->max_abs)},
-          {"tolerance", d->bound},   {"reason", d->reason}};
+          {"tolerance", json_num(d->bound)}, {"reason", d->reason}};
 }
 
 }  // namespace
@@ -327,7 +327,7 @@ std::string padding_report_json(const PaddingReport& r, const ModelContext& m) {
       nlohmann::ordered_json per_hook = nlohmann::ordered_json::object();
       for (const HookError& e : mr.per_hook)
         per_hook[e.hook] = {{"max_abs", json_num(e.max_abs)}, {"rel", json_num(e.rel)}, {"step", e.step},
-                            {"tolerance", e.bound}, {"pass", e.pass}};
+                            {"tolerance", json_num(e.bound)}, {"pass", e.pass}};
       modes[padding_mode_name(mr.mode)] = {
           {"matches_solo", mr.matches_solo},
           {"tokens_equal", mr.tokens_equal},
