@@ -47,8 +47,8 @@ namespace lmscope::cpu {
 constexpr int kQ8KGemmRows = 8;
 // From this many rows on, q8k_matmul runs the GEMM (`lmscope-bench --q8-prefill ROWS`, one
 // thread, the 1.5B-shaped Q4_K_M file's 196 K-quant matrices, GMAC/s per CPU second, GEMM
-// against the one-row kernel's tiles on the AVX2 EPYC: 16 rows 37.1 / 44.8, 32 rows 44.9 / 43.6,
-// 64 rows 47.8 / 45.2, 128 rows 49.2 / 44.6; each decoded weight chunk serves N / 8 groups).
+// against the one-row kernel's tiles on the AVX2 EPYC: 16 rows 40.9 / 45.7, 32 rows 48.3 / 45.2,
+// 64 rows 51.2 / 45.5, 128 rows 57.3 / 46.1; each decoded weight chunk serves N / 8 groups).
 constexpr int64_t kQ8KGemmMinRows = 32;
 
 // The rows of x in groups of eight, as the GEMM reads them (nb = x.blocks()):
