@@ -12,7 +12,8 @@
 #
 # BEFORE=DIR: a second build's DIR/lmscope-bench (another checkout's: the code before a change)
 # runs in every round right after ours, on the same tests; its table (ratios to the same
-# llama.cpp runs) follows ours. NO_BUILD=1: build/lmscope-bench as it is, without
+# llama.cpp runs) follows ours. Configure it as build/ is (LMSCOPE_CUDA too: one code linked
+# with and without CUDA decoded SmolLM2 5-7% apart, docs/benchmarks.md). NO_BUILD=1: build/lmscope-bench as it is, without
 # scripts/build.sh (a build dir that holds only the targets one works on).
 #
 # --avx2: every engine on its AVX2 code, whatever the processor has: lmscope with
