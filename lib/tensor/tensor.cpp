@@ -123,11 +123,15 @@ Tensor Tensor::to_f32() const {
 
 void Tensor::rows_f32(int64_t r0, int64_t n, float* o) const {
   if (device_ != Device::Host) throw std::logic_error("rows_f32 needs a host tensor");
+  const int64_t R = ndim() ? dim(0) : 1;
+  if (r0 < 0 || n < 0 || r0 + n > R)
+    throw std::out_of_range("rows_f32: rows [" + std::to_string(r0) + ", " + std::to_string(r0 + n) +
+                            ") of a tensor of " + std::to_string(R));
   if (!has_storage()) {
     dequantize_block_rows(*blocks_, r0, n, o);
     return;
   }
-  const int64_t R = ndim() ? dim(0) : 1, C = R ? numel() / R : 0, first = r0 * C, count = n * C;
+  const int64_t C = R ? numel() / R : 0, first = r0 * C, count = n * C;
   switch (dtype_) {
     case DType::F32: std::memcpy(o, static_cast<const float*>(data_) + first, size_t(count) * 4); break;
     case DType::F16: {

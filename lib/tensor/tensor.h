@@ -73,7 +73,7 @@ class Tensor {
   Tensor to_f32() const;
   // Rows [r0, r0 + n) of the first axis converted as to_f32 converts them, into out
   // (n * numel() / dim(0) floats), without converting the rest: an embedding row, two rows of
-  // an unembedding.
+  // an unembedding. Rows outside the first axis: std::out_of_range.
   void rows_f32(int64_t r0, int64_t n, float* out) const;
   // The values as a host float32 tensor with storage: this tensor itself when it is one,
   // else to_f32() (a blocks-only weight dequantized: 4 bytes a weight, for as long as the

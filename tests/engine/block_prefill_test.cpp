@@ -119,6 +119,23 @@ TEST(BlockPrefill, BlocksOnlyTensorHasNoFloatsUntilAsked) {
   EXPECT_EQ(b.w.values_f32().raw(), b.w.raw()) << "a float32 tensor is its own values";
 }
 
+// rows_f32: rows [r0, r0 + n) as to_f32 gives them, for blocks, F32 and F16; rows past the
+// first axis refused.
+TEST(BlockPrefill, RowsF32AreToF32sRows) {
+  RandomBlocks b = random_blocks(BlockType::Q4_1, 5, 64, 2);
+  Tensor half = Tensor::zeros({5, 64}, DType::F16);
+  auto* h = static_cast<uint16_t*>(half.raw());
+  for (int64_t i = 0; i < half.numel(); ++i) h[i] = uint16_t(0x3C00 + i * 37 % 2048);   // 1.0 .. 2.0 and on
+  for (const Tensor& t : {Tensor::from_blocks(b.q), b.w, half}) {
+    const Tensor all = t.to_f32();
+    std::vector<float> rows(3 * 64, NAN);
+    t.rows_f32(1, 3, rows.data());
+    EXPECT_EQ(std::memcmp(rows.data(), all.f32() + 64, rows.size() * 4), 0) << dtype_name(t.dtype());
+    EXPECT_THROW(t.rows_f32(3, 3, rows.data()), std::out_of_range);
+    EXPECT_THROW(t.rows_f32(-1, 1, rows.data()), std::out_of_range);
+  }
+}
+
 // linear on a blocks-only weight: block_matmul up to kBlockMatmulMaxRows rows, the panels
 // beyond, and the panels for every N under LMSCOPE_CPU_BLOCKS=0; always close to sgemm on
 // the float32 values.
